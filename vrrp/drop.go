@@ -1,0 +1,82 @@
+package vrrp
+
+// A DropReason says why a received advertisement was discarded. It is an
+// error so that Decode and ReceiveAdvert can return it without allocating,
+// and its String is stable: it labels the drop counters operators alert on.
+type DropReason uint8
+
+// Reasons for discarding an advertisement (RFC 5798 section 7.1 and the
+// receiver's own checks).
+const (
+	dropInvalid     DropReason = iota
+	DropTooShort               // shorter than the fixed header
+	DropVersion                // not VRRP version 3
+	DropType                   // not an advertisement
+	DropFamily                 // source and destination of different families
+	DropLength                 // length does not match the address count
+	DropChecksum               // checksum does not verify
+	DropInterval               // Max Advertise Interval of zero
+	DropTTL                    // TTL or hop limit not 255: not from this link
+	DropVRID                   // a VRID that is not ours
+	DropAddressList            // our VRID with other addresses: a VRID collision
+	DropOwnAdvert              // our own advert looped back
+	DropNotPeer                // unicast mode: the source is not a configured peer
+	numDropReasons
+)
+
+var dropNames = [numDropReasons]string{
+	dropInvalid:     "invalid",
+	DropTooShort:    "too_short",
+	DropVersion:     "version",
+	DropType:        "type",
+	DropFamily:      "family",
+	DropLength:      "length",
+	DropChecksum:    "checksum",
+	DropInterval:    "interval",
+	DropTTL:         "ttl",
+	DropVRID:        "vrid",
+	DropAddressList: "address_list",
+	DropOwnAdvert:   "own_advert",
+	DropNotPeer:     "not_peer",
+}
+
+var dropTexts = [numDropReasons]string{
+	dropInvalid:     "invalid drop reason",
+	DropTooShort:    "packet shorter than a VRRP header",
+	DropVersion:     "not VRRP version 3",
+	DropType:        "not a VRRP advertisement",
+	DropFamily:      "source and destination of different address families",
+	DropLength:      "length does not match the address count",
+	DropChecksum:    "bad checksum",
+	DropInterval:    "advert interval of zero",
+	DropTTL:         "TTL is not 255: sent from off the link",
+	DropVRID:        "VRID is not ours",
+	DropAddressList: "address list differs from ours (VRID collision?)",
+	DropOwnAdvert:   "our own advert",
+	DropNotPeer:     "source is not a configured unicast peer",
+}
+
+// DropReasons lists every reason, for callers that pre-create counters.
+func DropReasons() []DropReason {
+	rs := make([]DropReason, 0, numDropReasons-1)
+	for r := DropTooShort; r < numDropReasons; r++ {
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// String returns the reason's stable, metric-friendly name.
+func (r DropReason) String() string {
+	if r >= numDropReasons {
+		return dropNames[dropInvalid]
+	}
+	return dropNames[r]
+}
+
+// Error describes the reason in words.
+func (r DropReason) Error() string {
+	if r >= numDropReasons {
+		return "vrrp: " + dropTexts[dropInvalid]
+	}
+	return "vrrp: " + dropTexts[r]
+}

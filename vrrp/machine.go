@@ -1,0 +1,587 @@
+package vrrp
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+)
+
+// A Clock tells the machine the time; the daemon passes the real clock,
+// tests a fake one.
+type Clock interface {
+	Now() time.Time
+}
+
+// Config is what one virtual router needs to know about itself.
+type Config struct {
+	// Interface names the link, for the causes operators read.
+	Interface string
+	VRID      uint8
+	// Priority is the base priority, 1..254. 255 (the address owner) is
+	// not supported: vipd never owns the addresses it moves.
+	Priority       uint8
+	AdvertInterval time.Duration
+	Preempt        bool
+	// PreemptDelay is how long a Backup must have seen a lower-priority
+	// Master before it stops accepting its adverts and takes over.
+	PreemptDelay time.Duration
+	// Addresses are the virtual addresses, all of Primary's family.
+	Addresses []netip.Addr
+	// Primary is this router's own address on the link: the source of its
+	// adverts and the tie-break between equal priorities.
+	Primary netip.Addr
+	// SplitBrainRecovery makes a Master that hears a lower-priority Master
+	// answer at once and announce its addresses again, and a Master that
+	// yields send one last advert, so that the winner re-announces. Both
+	// repair neighbour caches that a partition left pointing at the loser.
+	SplitBrainRecovery bool
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.VRID == 0:
+		return errors.New("vrrp: VRID 0 is not valid (1..255)")
+	case c.Priority == 0 || c.Priority == 255:
+		return fmt.Errorf("vrrp: priority %d is not valid (1..254)", c.Priority)
+	case c.AdvertInterval < MinAdvertInterval || c.AdvertInterval > MaxAdvertInterval || c.AdvertInterval%centisecond != 0:
+		return fmt.Errorf("vrrp: advert interval %v is not a multiple of 10ms between %v and %v", c.AdvertInterval, MinAdvertInterval, MaxAdvertInterval)
+	case c.PreemptDelay < 0:
+		return fmt.Errorf("vrrp: negative preempt delay %v", c.PreemptDelay)
+	case !c.Primary.IsValid():
+		return errors.New("vrrp: no primary address")
+	case len(c.Addresses) == 0 || len(c.Addresses) > 255:
+		return fmt.Errorf("vrrp: %d virtual addresses (1..255)", len(c.Addresses))
+	}
+	for _, a := range c.Addresses {
+		if a.Is4() != c.Primary.Is4() || a.Is4In6() {
+			return fmt.Errorf("vrrp: virtual address %v is not of the family of %v", a, c.Primary)
+		}
+	}
+	return nil
+}
+
+// ActionKind says what an Action asks the driver to do.
+type ActionKind uint8
+
+// Actions, executed by the driver in the order they are returned.
+const (
+	actInvalid ActionKind = iota
+	// ActSendAdvert: send an advert with Priority (0 when releasing).
+	ActSendAdvert
+	// ActTakeAddresses: add the virtual addresses and announce them
+	// (gratuitous ARP burst).
+	ActTakeAddresses
+	// ActReleaseAddresses: remove the virtual addresses (idempotent).
+	ActReleaseAddresses
+	// ActAnnounce: announce the held addresses again (a new burst).
+	ActAnnounce
+	// ActArmTimer: (re)arm Timer to fire After from now.
+	ActArmTimer
+	// ActStopTimer: stop Timer.
+	ActStopTimer
+	// ActTransition: the state changed; Transition says how and why.
+	ActTransition
+)
+
+func (k ActionKind) String() string {
+	switch k {
+	case ActSendAdvert:
+		return "send_advert"
+	case ActTakeAddresses:
+		return "take_addresses"
+	case ActReleaseAddresses:
+		return "release_addresses"
+	case ActAnnounce:
+		return "announce"
+	case ActArmTimer:
+		return "arm_timer"
+	case ActStopTimer:
+		return "stop_timer"
+	case ActTransition:
+		return "transition"
+	}
+	return "invalid_action"
+}
+
+// An Action is one thing the driver must do. Only the fields its Kind
+// names are set.
+type Action struct {
+	Kind       ActionKind
+	Priority   uint8
+	Timer      Timer
+	After      time.Duration
+	Transition Transition
+}
+
+// A Transition is a change of state with its cause in an operator's words.
+type Transition struct {
+	At       time.Time
+	From, To State
+	Reason   Reason
+	Cause    string
+}
+
+// MasterInfo is what the last accepted advert said about the Master.
+type MasterInfo struct {
+	Addr     netip.Addr
+	Priority uint8
+	Interval time.Duration
+	At       time.Time
+}
+
+// A Machine is the RFC 5798 election for one virtual router. It is not safe
+// for concurrent use: one goroutine feeds it events.
+type Machine struct {
+	cfg   Config
+	clock Clock
+
+	running bool
+	state   State
+	since   time.Time
+	prio    uint8 // effective priority: base plus tracker contributions
+	linkUp  bool
+	fault   string // non-empty while a health check demands Fault
+
+	masterAdverInterval time.Duration
+	deadline            [numTimers]time.Time // zero: stopped
+
+	master      MasterInfo // last accepted advert from another router
+	lowerMaster MasterInfo // last lower-priority advert we ignored to preempt
+	released    bool       // the Master's last advert had priority 0
+	lowerSince  time.Time  // since when a lower-priority Master is heard (preempt delay)
+
+	// A Master whose timers fired late (the process or VM was frozen) stays
+	// silent for one advert interval: if another router took over while it
+	// was frozen, it yields instead of fighting, and does not preempt that
+	// router afterwards (yieldedTo).
+	probation bool
+	frozenFor time.Duration
+	yieldedTo netip.Addr
+	// A Backup whose Master_Down_Timer fired late listens once more before
+	// it takes over: adverts queued while it was frozen may still arrive.
+	recheck bool
+
+	lastAnnounce time.Time // of a split-brain re-announcement, to limit them
+}
+
+// NewMachine returns a machine in Initialize. Start begins the election.
+func NewMachine(cfg Config, clock Clock) (*Machine, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg.Addresses = append([]netip.Addr(nil), cfg.Addresses...)
+	return &Machine{
+		cfg:                 cfg,
+		clock:               clock,
+		state:               StateInitialize,
+		since:               clock.Now(),
+		prio:                cfg.Priority,
+		masterAdverInterval: cfg.AdvertInterval,
+	}, nil
+}
+
+// State returns the current state and since when it holds.
+func (m *Machine) State() (State, time.Time) { return m.state, m.since }
+
+// Priority returns the effective priority.
+func (m *Machine) Priority() uint8 { return m.prio }
+
+// Config returns the machine's configuration.
+func (m *Machine) Config() Config { return m.cfg }
+
+// Master returns what the newest advert from another Master said, whether
+// it was accepted or ignored to preempt it.
+func (m *Machine) Master() MasterInfo {
+	if m.lowerMaster.At.After(m.master.At) {
+		return m.lowerMaster
+	}
+	return m.master
+}
+
+// MasterAdverInterval is the interval learnt from the Master's adverts.
+func (m *Machine) MasterAdverInterval() time.Duration { return m.masterAdverInterval }
+
+// SkewTime is ((256 - Priority) * Master_Adver_Interval) / 256 (RFC 5798
+// section 6.1), computed in nanoseconds as keepalived does in microseconds.
+func (m *Machine) SkewTime() time.Duration {
+	return time.Duration(256-int(m.prio)) * m.masterAdverInterval / 256
+}
+
+// MasterDownInterval is 3 * Master_Adver_Interval + Skew_Time.
+func (m *Machine) MasterDownInterval() time.Duration {
+	return 3*m.masterAdverInterval + m.SkewTime()
+}
+
+// Start leaves Initialize: for Backup, or for Fault when the link is down or
+// a health check demands it. Addresses left behind by an earlier run are
+// released first, so two hosts never keep them.
+func (m *Machine) Start(linkUp bool, out []Action) []Action {
+	if m.running {
+		return out
+	}
+	m.running = true
+	m.linkUp = linkUp
+	switch {
+	case !linkUp:
+		return m.enterFault(out, ReasonLinkDown, "interface "+m.cfg.Interface+" down", false)
+	case m.fault != "":
+		return m.enterFault(out, ReasonFault, m.fault, false)
+	}
+	return m.enterBackup(out, ReasonStartup, "started")
+}
+
+// Shutdown stops the election: a Master sends priority 0 so that a Backup
+// takes over after Skew_Time, then releases its addresses (RFC 5798 section
+// 6.4.3). The machine returns to Initialize; Start may run it again.
+func (m *Machine) Shutdown(out []Action) []Action {
+	if !m.running {
+		return out
+	}
+	m.running = false
+	out = m.stopTimers(out)
+	if m.state == StateMaster {
+		out = append(out, Action{Kind: ActSendAdvert, Priority: 0})
+	}
+	out = append(out, Action{Kind: ActReleaseAddresses})
+	return m.transition(out, StateInitialize, ReasonShutdown, "shutting down")
+}
+
+// SetPriority changes the effective priority (1..254). A Master announces it
+// in an advert at once; a Backup uses it for its next Master_Down_Interval.
+func (m *Machine) SetPriority(p uint8, out []Action) []Action {
+	if p == 0 || p == 255 || p == m.prio {
+		return out
+	}
+	m.prio = p
+	if m.running && m.state == StateMaster && !m.probation {
+		out = append(out, Action{Kind: ActSendAdvert, Priority: m.prio})
+		out = m.arm(out, TimerAdvert, m.cfg.AdvertInterval)
+	}
+	return out
+}
+
+// SetLink reports the interface's state: down means Fault, up again means
+// Backup (unless a health check still demands Fault).
+func (m *Machine) SetLink(up bool, out []Action) []Action {
+	if up == m.linkUp {
+		return out
+	}
+	m.linkUp = up
+	if !m.running {
+		return out
+	}
+	if !up {
+		if m.state == StateFault {
+			return out
+		}
+		return m.enterFault(out, ReasonLinkDown, "interface "+m.cfg.Interface+" down", false)
+	}
+	if m.state == StateFault && m.fault == "" {
+		return m.enterBackup(out, ReasonLinkUp, "interface "+m.cfg.Interface+" up")
+	}
+	return out
+}
+
+// SetFault demands Fault (cause non-empty, e.g. "tracker apiserver failing:
+// timeout after 1s") or lifts the demand (cause empty). A Master gives the
+// addresses away gracefully with a priority 0 advert.
+func (m *Machine) SetFault(cause string, out []Action) []Action {
+	was := m.fault
+	m.fault = cause
+	if !m.running || cause == was {
+		return out
+	}
+	if cause != "" {
+		if m.state == StateFault {
+			return out
+		}
+		return m.enterFault(out, ReasonFault, cause, true)
+	}
+	if m.state == StateFault && m.linkUp {
+		return m.enterBackup(out, ReasonFaultCleared, "no longer failing: "+was)
+	}
+	return out
+}
+
+// TimerFired reports that a timer armed by an ActArmTimer expired. A timer
+// that was stopped or re-armed since is ignored, so the driver need not
+// drain stale expiries.
+func (m *Machine) TimerFired(t Timer, out []Action) []Action {
+	if t <= timerInvalid || t >= numTimers || !m.running {
+		return out
+	}
+	now := m.clock.Now()
+	due := m.deadline[t]
+	if due.IsZero() || now.Before(due) {
+		return out
+	}
+	m.deadline[t] = time.Time{}
+	late := now.Sub(due)
+
+	switch {
+	case t == TimerAdvert && m.state == StateMaster:
+		if m.probation {
+			// Nobody took over while we were frozen: carry on.
+			m.probation = false
+		} else if late > 2*m.cfg.AdvertInterval {
+			// Backups may have declared us dead (their Master_Down_Interval
+			// is more than 3 intervals): listen for one interval first.
+			m.probation = true
+			m.frozenFor = late
+			return m.arm(out, TimerAdvert, m.cfg.AdvertInterval)
+		}
+		out = append(out, Action{Kind: ActSendAdvert, Priority: m.prio})
+		return m.arm(out, TimerAdvert, m.cfg.AdvertInterval)
+
+	case t == TimerMasterDown && m.state == StateBackup:
+		if !m.recheck && late > 2*m.masterAdverInterval {
+			m.recheck = true
+			return m.arm(out, TimerMasterDown, m.masterAdverInterval+m.SkewTime())
+		}
+		reason, cause := m.masterDownCause(now)
+		return m.enterMaster(out, reason, cause)
+	}
+	return out
+}
+
+func (m *Machine) masterDownCause(now time.Time) (Reason, string) {
+	switch {
+	case m.released:
+		return ReasonMasterLeft, fmt.Sprintf("priority 0 from master %v: it is releasing", m.master.Addr)
+	case m.lowerMaster.Addr.IsValid() && !m.lowerMaster.At.Before(m.master.At):
+		return ReasonPreempt, fmt.Sprintf("preempting master %v: its priority %d is lower than our %d",
+			m.lowerMaster.Addr, m.lowerMaster.Priority, m.prio)
+	case m.master.Addr.IsValid():
+		return ReasonMasterDown, fmt.Sprintf("no advert from %v for %v", m.master.Addr, roundCause(now.Sub(m.master.At)))
+	}
+	return ReasonMasterDown, fmt.Sprintf("no advert from any master for %v", roundCause(now.Sub(m.since)))
+}
+
+// ReceiveAdvert handles an advert that Decode accepted, from src, received
+// with the given TTL. A discarded advert returns a DropReason error; the
+// driver counts it.
+func (m *Machine) ReceiveAdvert(src netip.Addr, ttl int, adv *Advertisement, out []Action) ([]Action, error) {
+	if err := CheckTTL(ttl); err != nil {
+		return out, err
+	}
+	if adv.VRID != m.cfg.VRID {
+		return out, DropVRID
+	}
+	if src.Is4() != m.cfg.Primary.Is4() {
+		return out, DropFamily
+	}
+	if src == m.cfg.Primary {
+		return out, DropOwnAdvert
+	}
+	if !m.sameAddresses(adv.Addresses) {
+		return out, DropAddressList
+	}
+	if !m.running {
+		return out, nil
+	}
+	now := m.clock.Now()
+	info := MasterInfo{Addr: src, Priority: adv.Priority, Interval: adv.Interval, At: now}
+
+	switch m.state {
+	case StateBackup:
+		return m.backupReceive(out, now, info), nil
+	case StateMaster:
+		return m.masterReceive(out, now, info), nil
+	case StateFault:
+		if adv.Priority > 0 {
+			m.master = info // for status: who holds the addresses meanwhile
+		}
+	}
+	return out, nil
+}
+
+// backupReceive is RFC 5798 section 6.4.2, with a preempt delay.
+func (m *Machine) backupReceive(out []Action, now time.Time, adv MasterInfo) []Action {
+	if adv.Priority == 0 {
+		m.released = true
+		m.master.Addr, m.master.Priority, m.master.At = adv.Addr, 0, now
+		m.recheck = false
+		return m.arm(out, TimerMasterDown, m.SkewTime())
+	}
+	m.released = false
+	if m.yieldedTo.IsValid() && adv.Addr != m.yieldedTo {
+		m.yieldedTo = netip.Addr{} // another router is Master now
+	}
+	lower := m.cfg.Preempt && adv.Priority < m.prio && adv.Addr != m.yieldedTo
+	if !lower {
+		m.lowerSince = time.Time{}
+	} else if m.cfg.PreemptDelay > 0 {
+		if m.lowerSince.IsZero() {
+			m.lowerSince = now
+		}
+		if now.Sub(m.lowerSince) < m.cfg.PreemptDelay {
+			lower = false // not higher for long enough: keep accepting
+		}
+	}
+	if lower {
+		// Discard it: the Master_Down_Timer runs out and we take over.
+		m.lowerMaster = adv
+		return out
+	}
+	m.master = adv
+	m.lowerMaster = MasterInfo{}
+	m.recheck = false
+	m.masterAdverInterval = adv.Interval
+	return m.arm(out, TimerMasterDown, m.MasterDownInterval())
+}
+
+// masterReceive is RFC 5798 section 6.4.3, with recovery from a split brain
+// and from having been frozen.
+func (m *Machine) masterReceive(out []Action, now time.Time, adv MasterInfo) []Action {
+	if !m.probation {
+		if due := m.deadline[TimerAdvert]; !due.IsZero() && now.Sub(due) > 2*m.cfg.AdvertInterval {
+			// Our advert timer is long overdue: we were frozen and this
+			// advert may come from whoever took over meanwhile.
+			m.probation = true
+			m.frozenFor = now.Sub(due)
+		}
+	}
+	if m.probation {
+		if adv.Priority == 0 {
+			return out
+		}
+		m.probation = false
+		m.yieldedTo = adv.Addr
+		cause := fmt.Sprintf("our timers fired %v late (process or VM frozen?) and %v took over meanwhile: yielding to it",
+			roundCause(m.frozenFor), adv.Addr)
+		return m.enterBackupFrom(out, adv, ReasonFrozen, cause, false)
+	}
+	if adv.Priority == 0 {
+		out = append(out, Action{Kind: ActSendAdvert, Priority: m.prio})
+		return m.arm(out, TimerAdvert, m.cfg.AdvertInterval)
+	}
+	if adv.Priority > m.prio {
+		return m.enterBackupFrom(out, adv, ReasonHigherMaster,
+			fmt.Sprintf("higher priority %d from %v", adv.Priority, adv.Addr), m.cfg.SplitBrainRecovery)
+	}
+	if adv.Priority == m.prio && adv.Addr.Compare(m.cfg.Primary) > 0 {
+		return m.enterBackupFrom(out, adv, ReasonHigherMaster,
+			fmt.Sprintf("equal priority %d from %v, a higher address than ours", adv.Priority, adv.Addr), m.cfg.SplitBrainRecovery)
+	}
+	if !m.cfg.SplitBrainRecovery {
+		return out
+	}
+	// Two Masters: answer at once so the other yields, and announce again
+	// in case neighbours followed the other one meanwhile.
+	out = append(out, Action{Kind: ActSendAdvert, Priority: m.prio})
+	out = m.arm(out, TimerAdvert, m.cfg.AdvertInterval)
+	if m.lastAnnounce.IsZero() || now.Sub(m.lastAnnounce) >= m.MasterDownInterval() {
+		m.lastAnnounce = now
+		out = append(out, Action{Kind: ActAnnounce})
+	}
+	return out
+}
+
+func (m *Machine) enterMaster(out []Action, reason Reason, cause string) []Action {
+	out = m.stop(out, TimerMasterDown)
+	out = append(out,
+		Action{Kind: ActSendAdvert, Priority: m.prio},
+		Action{Kind: ActTakeAddresses},
+	)
+	out = m.arm(out, TimerAdvert, m.cfg.AdvertInterval)
+	m.released, m.recheck, m.probation = false, false, false
+	m.lowerSince, m.lowerMaster, m.yieldedTo = time.Time{}, MasterInfo{}, netip.Addr{}
+	m.lastAnnounce = time.Time{}
+	return m.transition(out, StateMaster, reason, cause)
+}
+
+// enterBackupFrom yields to the Master that sent adv.
+func (m *Machine) enterBackupFrom(out []Action, adv MasterInfo, reason Reason, cause string, lastAdvert bool) []Action {
+	if lastAdvert {
+		out = append(out, Action{Kind: ActSendAdvert, Priority: m.prio})
+	}
+	out = m.stop(out, TimerAdvert)
+	out = append(out, Action{Kind: ActReleaseAddresses})
+	m.master = adv
+	m.lowerMaster = MasterInfo{}
+	m.lowerSince = time.Time{}
+	m.masterAdverInterval = adv.Interval
+	out = m.arm(out, TimerMasterDown, m.MasterDownInterval())
+	return m.transition(out, StateBackup, reason, cause)
+}
+
+// enterBackup is RFC 5798 section 6.4.1 for a router that does not own the
+// addresses: wait Master_Down_Interval for a Master's advert.
+func (m *Machine) enterBackup(out []Action, reason Reason, cause string) []Action {
+	out = m.stopTimers(out)
+	out = append(out, Action{Kind: ActReleaseAddresses})
+	m.masterAdverInterval = m.cfg.AdvertInterval
+	m.master, m.lowerMaster = MasterInfo{}, MasterInfo{}
+	m.released, m.recheck, m.probation = false, false, false
+	m.lowerSince = time.Time{}
+	out = m.arm(out, TimerMasterDown, m.MasterDownInterval())
+	return m.transition(out, StateBackup, reason, cause)
+}
+
+func (m *Machine) enterFault(out []Action, reason Reason, cause string, canSend bool) []Action {
+	out = m.stopTimers(out)
+	if canSend && m.state == StateMaster && m.linkUp {
+		out = append(out, Action{Kind: ActSendAdvert, Priority: 0})
+	}
+	out = append(out, Action{Kind: ActReleaseAddresses})
+	m.probation, m.recheck = false, false
+	return m.transition(out, StateFault, reason, cause)
+}
+
+func (m *Machine) transition(out []Action, to State, reason Reason, cause string) []Action {
+	now := m.clock.Now()
+	tr := Transition{At: now, From: m.state, To: to, Reason: reason, Cause: cause}
+	m.state, m.since = to, now
+	return append(out, Action{Kind: ActTransition, Transition: tr})
+}
+
+func (m *Machine) arm(out []Action, t Timer, after time.Duration) []Action {
+	m.deadline[t] = m.clock.Now().Add(after)
+	return append(out, Action{Kind: ActArmTimer, Timer: t, After: after})
+}
+
+func (m *Machine) stop(out []Action, t Timer) []Action {
+	if m.deadline[t].IsZero() {
+		return out
+	}
+	m.deadline[t] = time.Time{}
+	return append(out, Action{Kind: ActStopTimer, Timer: t})
+}
+
+func (m *Machine) stopTimers(out []Action) []Action {
+	out = m.stop(out, TimerAdvert)
+	return m.stop(out, TimerMasterDown)
+}
+
+// sameAddresses reports whether got holds exactly our virtual addresses, in
+// any order. Lists are short, so a quadratic scan beats allocating a set.
+func (m *Machine) sameAddresses(got []netip.Addr) bool {
+	if len(got) != len(m.cfg.Addresses) {
+		return false
+	}
+	for _, want := range m.cfg.Addresses {
+		found := false
+		for _, a := range got {
+			if a == want {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// roundCause rounds a duration for a cause: "3.61s", not "3.609375s".
+func roundCause(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond)
+	case d >= 10*time.Millisecond:
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Microsecond)
+}

@@ -1,0 +1,416 @@
+package vrrp
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// A simulated LAN of routers on one fake clock: adverts go through the codec
+// and arrive after a fixed latency at every router whose link is up.
+
+type simNode struct {
+	name        string
+	m           *Machine
+	cfg         Config
+	linkUp      bool
+	deadlines   [numTimers]time.Time
+	holds       bool
+	transitions []Transition
+	lastSent    time.Time
+}
+
+type simPacket struct {
+	at       time.Time
+	seq      int
+	from, to *simNode
+	payload  []byte
+}
+
+type sim struct {
+	t       *testing.T
+	clk     *fakeClock
+	start   time.Time
+	nodes   []*simNode
+	queue   []simPacket
+	seq     int
+	latency time.Duration
+
+	// dupSince is when a second router started holding the addresses;
+	// dupTotal sums such windows.
+	dupSince time.Time
+	dupTotal time.Duration
+}
+
+func newSim(t *testing.T, cfgs ...Config) *sim {
+	s := &sim{t: t, clk: newFakeClock(), latency: 100 * time.Microsecond}
+	s.start = s.clk.now
+	for i, cfg := range cfgs {
+		m, err := NewMachine(cfg, s.clk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.nodes = append(s.nodes, &simNode{name: fmt.Sprintf("r%d", i+1), m: m, cfg: cfg, linkUp: true})
+	}
+	for _, n := range s.nodes {
+		s.apply(n, n.m.Start(true, nil))
+	}
+	return s
+}
+
+func (s *sim) since() time.Duration { return s.clk.now.Sub(s.start) }
+
+func (s *sim) apply(n *simNode, out []Action) {
+	for _, a := range out {
+		switch a.Kind {
+		case ActSendAdvert:
+			n.lastSent = s.clk.now
+			if !n.linkUp {
+				continue
+			}
+			adv := Advertisement{VRID: n.cfg.VRID, Priority: a.Priority, Interval: n.cfg.AdvertInterval, Addresses: n.cfg.Addresses}
+			b, err := adv.Append(nil, n.cfg.Primary, GroupIPv4)
+			if err != nil {
+				s.t.Fatal(err)
+			}
+			for _, to := range s.nodes {
+				if to != n {
+					s.seq++
+					s.queue = append(s.queue, simPacket{at: s.clk.now.Add(s.latency), seq: s.seq, from: n, to: to, payload: b})
+				}
+			}
+		case ActTakeAddresses:
+			n.holds = true
+		case ActReleaseAddresses:
+			n.holds = false
+		case ActArmTimer:
+			n.deadlines[a.Timer] = s.clk.now.Add(a.After)
+		case ActStopTimer:
+			n.deadlines[a.Timer] = time.Time{}
+		case ActTransition:
+			n.transitions = append(n.transitions, a.Transition)
+		}
+	}
+	holders := 0
+	for _, n := range s.nodes {
+		if n.holds {
+			holders++
+		}
+	}
+	switch {
+	case holders > 1 && s.dupSince.IsZero():
+		s.dupSince = s.clk.now
+	case holders <= 1 && !s.dupSince.IsZero():
+		s.dupTotal += s.clk.now.Sub(s.dupSince)
+		s.dupSince = time.Time{}
+	}
+}
+
+// run processes events until d of simulated time has passed.
+func (s *sim) run(d time.Duration) {
+	end := s.clk.now.Add(d)
+	for {
+		var (
+			at    time.Time
+			pkt   = -1
+			node  *simNode
+			timer Timer
+		)
+		for i, p := range s.queue {
+			if pkt < 0 || p.at.Before(at) || (p.at.Equal(at) && p.seq < s.queue[pkt].seq) {
+				at, pkt = p.at, i
+			}
+		}
+		for _, n := range s.nodes {
+			for t := TimerAdvert; t < numTimers; t++ {
+				if d := n.deadlines[t]; !d.IsZero() && (at.IsZero() || d.Before(at)) {
+					at, pkt, node, timer = d, -1, n, t
+				}
+			}
+		}
+		if at.IsZero() || at.After(end) {
+			s.clk.now = end
+			return
+		}
+		s.clk.now = at
+		if pkt >= 0 {
+			p := s.queue[pkt]
+			s.queue = append(s.queue[:pkt], s.queue[pkt+1:]...)
+			if !p.to.linkUp || !p.from.linkUp {
+				continue
+			}
+			var adv Advertisement
+			if err := adv.Decode(p.payload, p.from.cfg.Primary, GroupIPv4); err != nil {
+				s.t.Fatalf("decode: %v", err)
+			}
+			out, err := p.to.m.ReceiveAdvert(p.from.cfg.Primary, TTL, &adv, nil)
+			if err != nil {
+				s.t.Fatalf("%s: advert from %s dropped: %v", p.to.name, p.from.name, err)
+			}
+			s.apply(p.to, out)
+			continue
+		}
+		node.deadlines[timer] = time.Time{}
+		s.apply(node, node.m.TimerFired(timer, nil))
+	}
+}
+
+func (s *sim) setLink(n *simNode, up bool) {
+	n.linkUp = up
+	s.apply(n, n.m.SetLink(up, nil))
+}
+
+func (s *sim) masters() []*simNode {
+	var ms []*simNode
+	for _, n := range s.nodes {
+		if st, _ := n.m.State(); st == StateMaster {
+			ms = append(ms, n)
+		}
+	}
+	return ms
+}
+
+func (s *sim) onlyMaster(want *simNode) {
+	s.t.Helper()
+	ms := s.masters()
+	if len(ms) != 1 || ms[0] != want {
+		names := []string{}
+		for _, m := range ms {
+			names = append(names, m.name)
+		}
+		s.t.Fatalf("at %v masters %v, want only %s", s.since(), names, want.name)
+	}
+	for _, n := range s.nodes {
+		if n.holds != (n == want) {
+			s.t.Fatalf("at %v %s holds=%v", s.since(), n.name, n.holds)
+		}
+	}
+}
+
+// lastTransition returns n's last transition to state to.
+func (n *simNode) lastTransition(to State) (Transition, bool) {
+	for i := len(n.transitions) - 1; i >= 0; i-- {
+		if n.transitions[i].To == to {
+			return n.transitions[i], true
+		}
+	}
+	return Transition{}, false
+}
+
+func skew(prio int, interval time.Duration) time.Duration {
+	return time.Duration(256-prio) * interval / 256
+}
+
+func mdi(prio int, interval time.Duration) time.Duration { return 3*interval + skew(prio, interval) }
+
+func threeRouters(p1, p2, p3 uint8) []Config {
+	return []Config{
+		testConfig(p1, "198.51.100.11"),
+		testConfig(p2, "198.51.100.12"),
+		testConfig(p3, "198.51.100.13"),
+	}
+}
+
+func TestSimElectionByPriority(t *testing.T) {
+	s := newSim(t, threeRouters(150, 100, 50)...)
+	s.run(10 * time.Second)
+	r1 := s.nodes[0]
+	s.onlyMaster(r1)
+	tr, _ := r1.lastTransition(StateMaster)
+	if got, want := tr.At.Sub(s.start), mdi(150, time.Second); got != want {
+		t.Errorf("r1 became master after %v, want Master_Down_Interval %v", got, want)
+	}
+	for _, n := range s.nodes[1:] {
+		if len(n.transitions) != 1 {
+			t.Errorf("%s made %d transitions, want 1 (to BACKUP)", n.name, len(n.transitions))
+		}
+	}
+	if s.dupTotal != 0 {
+		t.Errorf("duplicate ownership %v", s.dupTotal)
+	}
+}
+
+func TestSimElectionEqualPriorities(t *testing.T) {
+	s := newSim(t, threeRouters(100, 100, 100)...)
+	s.run(10 * time.Second)
+	// Ties are broken by the higher primary address.
+	s.onlyMaster(s.nodes[2])
+	s.run(time.Minute)
+	s.onlyMaster(s.nodes[2])
+}
+
+func TestSimMasterCrash(t *testing.T) {
+	s := newSim(t, threeRouters(150, 100, 50)...)
+	s.run(10*time.Second + 500*time.Millisecond)
+	r1, r2 := s.nodes[0], s.nodes[1]
+	s.onlyMaster(r1)
+	last := r1.lastSent
+	s.setLink(r1, false)
+	s.run(10 * time.Second)
+	s.onlyMaster(r2)
+	tr, _ := r2.lastTransition(StateMaster)
+	// The last advert left r1 at `last` and took the latency to arrive.
+	if got, want := tr.At.Sub(last), s.latency+mdi(100, time.Second); got != want {
+		t.Errorf("takeover %v after r1's last advert, want latency + Master_Down_Interval = %v", got, want)
+	}
+	if tr.Reason != ReasonMasterDown || tr.Cause != "no advert from 198.51.100.11 for 3.61s" {
+		t.Errorf("transition %+v", tr)
+	}
+	if s.dupTotal != 0 {
+		t.Errorf("duplicate ownership %v", s.dupTotal)
+	}
+}
+
+func TestSimGracefulShutdown(t *testing.T) {
+	s := newSim(t, threeRouters(150, 100, 50)...)
+	s.run(10*time.Second + 500*time.Millisecond)
+	r1, r2, r3 := s.nodes[0], s.nodes[1], s.nodes[2]
+	stop := s.clk.now
+	s.apply(r1, r1.m.Shutdown(nil))
+	s.run(10 * time.Second)
+	s.onlyMaster(r2)
+	tr, _ := r2.lastTransition(StateMaster)
+	if got, want := tr.At.Sub(stop), s.latency+skew(100, time.Second); got != want {
+		t.Errorf("takeover %v after shutdown, want latency + Skew_Time = %v", got, want)
+	}
+	if tr.Reason != ReasonMasterLeft {
+		t.Errorf("reason %v, want master_left", tr.Reason)
+	}
+	if len(r3.transitions) != 1 {
+		t.Errorf("r3 made %d transitions, want 1", len(r3.transitions))
+	}
+	if s.dupTotal != 0 {
+		t.Errorf("duplicate ownership %v", s.dupTotal)
+	}
+}
+
+func TestSimPreempt(t *testing.T) {
+	tests := []struct {
+		name    string
+		preempt bool
+		delay   time.Duration
+	}{
+		{"preempt", true, 0},
+		{"preempt delay 30s", true, 30 * time.Second},
+		{"no preempt", false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfgs := threeRouters(150, 100, 50)
+			for i := range cfgs {
+				cfgs[i].Preempt = tt.preempt
+				cfgs[i].PreemptDelay = tt.delay
+			}
+			s := newSim(t, cfgs...)
+			s.run(10 * time.Second)
+			r1, r2 := s.nodes[0], s.nodes[1]
+			s.setLink(r1, false)
+			s.run(10 * time.Second)
+			s.onlyMaster(r2)
+			back := s.clk.now
+			s.setLink(r1, true)
+			s.run(2 * time.Minute)
+			if !tt.preempt {
+				s.onlyMaster(r2)
+				return
+			}
+			s.onlyMaster(r1)
+			tr, _ := r1.lastTransition(StateMaster)
+			took := tr.At.Sub(back)
+			// r1 hears r2 every second; it discards r2's adverts once the
+			// delay has passed, so it takes over Master_Down_Interval after
+			// the last advert it accepted.
+			lo, hi := tt.delay+mdi(150, time.Second)-time.Second, tt.delay+mdi(150, time.Second)+time.Second
+			if tt.delay == 0 {
+				lo, hi = mdi(150, time.Second), mdi(150, time.Second)
+			}
+			if took < lo || took > hi {
+				t.Errorf("preempted %v after link up, want %v..%v", took, lo, hi)
+			}
+			if tr.Reason != ReasonPreempt {
+				t.Errorf("reason %v, want preempt", tr.Reason)
+			}
+			// r2 yields and r1 does not move again.
+			if n := len(r2.transitions); r2.transitions[n-1].To != StateBackup {
+				t.Errorf("r2's last transition %+v", r2.transitions[n-1])
+			}
+		})
+	}
+}
+
+func TestSimLearnsMasterInterval(t *testing.T) {
+	cfgs := threeRouters(150, 100, 50)
+	cfgs[0].AdvertInterval = 2 * time.Second
+	s := newSim(t, cfgs...)
+	s.run(20 * time.Second)
+	r1, r2 := s.nodes[0], s.nodes[1]
+	s.onlyMaster(r1)
+	if got := r2.m.MasterAdverInterval(); got != 2*time.Second {
+		t.Fatalf("r2 learnt %v, want 2s", got)
+	}
+	last := r1.lastSent
+	s.setLink(r1, false)
+	s.run(20 * time.Second)
+	s.onlyMaster(r2)
+	tr, _ := r2.lastTransition(StateMaster)
+	if got, want := tr.At.Sub(last), s.latency+mdi(100, 2*time.Second); got != want {
+		t.Errorf("takeover %v after the last advert, want %v (learnt interval)", got, want)
+	}
+}
+
+func TestSimFrozenMasterMovesOnce(t *testing.T) {
+	s := newSim(t, threeRouters(150, 100, 50)...)
+	s.run(10 * time.Second)
+	r1, r2 := s.nodes[0], s.nodes[1]
+	s.onlyMaster(r1)
+	// SIGSTOP: r1 neither sends nor processes for 10s, but its addresses stay
+	// and adverts sent to it wait in its socket.
+	r1.linkUp = true
+	frozen := r1.deadlines
+	r1.deadlines = [numTimers]time.Time{}
+	var queued []simPacket
+	s.queue = filterPackets(s.queue, r1, &queued)
+	s.run(10 * time.Second)
+	s.queue = filterPackets(s.queue, r1, &queued)
+	if !contains(s.masters(), r2) {
+		t.Fatalf("r2 did not take over while r1 was frozen")
+	}
+	// SIGCONT: the timer fires late first, then the queued adverts arrive.
+	dupWhileFrozen := s.dupTotal + s.clk.now.Sub(s.dupSince)
+	r1.deadlines = frozen
+	for _, p := range queued {
+		p.at = s.clk.now
+		s.queue = append(s.queue, p)
+	}
+	s.run(time.Minute)
+	s.onlyMaster(r2)
+	if got := len(r1.transitions); r1.transitions[got-1].Reason != ReasonFrozen {
+		t.Errorf("r1's last transition %+v, want frozen", r1.transitions[got-1])
+	}
+	// r1 held the addresses while frozen (as a real host does); once it
+	// runs again it lets go within one advert interval.
+	if after := s.dupTotal - dupWhileFrozen; after > time.Second {
+		t.Errorf("duplicate ownership %v after resuming, want at most one advert interval", after)
+	}
+}
+
+func filterPackets(q []simPacket, to *simNode, held *[]simPacket) []simPacket {
+	kept := q[:0]
+	for _, p := range q {
+		if p.to == to {
+			*held = append(*held, p)
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return kept
+}
+
+func contains(ns []*simNode, n *simNode) bool {
+	for _, x := range ns {
+		if x == n {
+			return true
+		}
+	}
+	return false
+}
