@@ -1,0 +1,45 @@
+package arp
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/mdlayher/packet"
+	"golang.org/x/sys/unix"
+)
+
+// Dial opens a send-only packet socket on ifi and returns an Announcer for
+// it. It needs CAP_NET_RAW.
+func Dial(ifi *net.Interface) (*Announcer, error) {
+	if len(ifi.HardwareAddr) != 6 {
+		return nil, fmt.Errorf("%w: %s", ErrNotEthernet, ifi.Name)
+	}
+	// Protocol 0: the socket is bound for sending and receives nothing, so
+	// it needs no reading.
+	c, err := packet.Listen(ifi, packet.Raw, 0, nil)
+	if err != nil {
+		return nil, fmt.Errorf("arp: opening packet socket on %s: %w", ifi.Name, err)
+	}
+	return New(ifi, c), nil
+}
+
+// ListenMonitor opens a packet socket receiving ARP on ifi and returns a
+// Monitor for it. It needs CAP_NET_RAW.
+func ListenMonitor(ifi *net.Interface) (*Monitor, error) {
+	if len(ifi.HardwareAddr) != 6 {
+		return nil, fmt.Errorf("%w: %s", ErrNotEthernet, ifi.Name)
+	}
+	c, err := packet.Listen(ifi, packet.Raw, unix.ETH_P_ARP, nil)
+	if err != nil {
+		return nil, fmt.Errorf("arp: opening packet socket on %s: %w", ifi.Name, err)
+	}
+	return NewMonitor(ifi, c), nil
+}
+
+// transient reports a read error after which the socket still works: the
+// kernel reports ENETDOWN once when the link goes down, and the socket
+// receives again when it comes back.
+func transient(err error) bool {
+	return errors.Is(err, unix.ENETDOWN)
+}

@@ -1,0 +1,331 @@
+package netif
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// dumpRetries bounds how often a dump interrupted by a concurrent change
+// (NLM_F_DUMP_INTR) is repeated before its possibly stale result is used.
+const dumpRetries = 5
+
+// A Manager adds and removes VIPs and watches addresses and links in one
+// network namespace. Its methods are safe for concurrent use.
+type Manager struct {
+	log *slog.Logger
+	h   *netlink.Handle
+	// ns is our own duplicate of the WithNamespace handle, or netns.None()
+	// for the process's namespace (then no setns is ever done).
+	ns  netns.NsHandle
+	src source
+
+	// minBackoff and maxBackoff pace Watch's re-subscriptions; tests shorten them.
+	minBackoff, maxBackoff time.Duration
+
+	mu   sync.Mutex
+	vips map[netip.Addr]struct{} // every VIP seen, so Link can leave them out
+
+	// closed stops use after Close: a closed netlink.Handle would quietly
+	// open sockets in whatever namespace the calling thread is in.
+	closed atomic.Bool
+}
+
+// errClosed reports use of a closed Manager.
+var errClosed = errors.New("netif: manager closed")
+
+// New returns a Manager for the process's network namespace, or the one
+// given with WithNamespace. A nil log discards messages.
+func New(log *slog.Logger, opts ...Option) (*Manager, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m := &Manager{
+		log:        log,
+		ns:         netns.None(),
+		minBackoff: 100 * time.Millisecond,
+		maxBackoff: 5 * time.Second,
+		vips:       make(map[netip.Addr]struct{}),
+	}
+	for _, p := range o.vips {
+		m.remember(p)
+	}
+	if o.hasNS {
+		if !o.ns.IsOpen() {
+			return nil, errors.New("netif: namespace handle is not open")
+		}
+		// A duplicate keeps the namespace reachable however long the
+		// caller keeps its own handle.
+		fd, err := unix.FcntlInt(uintptr(o.ns), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return nil, fmt.Errorf("netif: duplicating namespace handle: %w", err)
+		}
+		m.ns = netns.NsHandle(fd)
+	}
+	h, err := netlink.NewHandleAt(m.ns, unix.NETLINK_ROUTE)
+	if err != nil {
+		m.ns.Close()
+		return nil, fmt.Errorf("netif: opening netlink: %w", err)
+	}
+	m.h = h
+	m.src = &nlSource{m: m}
+	return m, nil
+}
+
+// Close releases the netlink socket and the namespace handle. Call it after
+// Watch has returned and when no other call is in progress.
+func (m *Manager) Close() error {
+	if m.closed.Swap(true) {
+		return nil
+	}
+	m.h.Close()
+	if !m.ns.IsOpen() {
+		return nil
+	}
+	return m.ns.Close()
+}
+
+// Link returns a snapshot of the named link.
+func (m *Manager) Link(name string) (LinkInfo, error) {
+	l, err := m.link(name)
+	if err != nil {
+		return LinkInfo{}, err
+	}
+	addrs, err := m.addrList(l, netlink.FAMILY_V4)
+	if err != nil {
+		return LinkInfo{}, fmt.Errorf("netif: listing addresses of %s: %w", name, err)
+	}
+	a := l.Attrs()
+	info := LinkInfo{
+		Name:         a.Name,
+		Index:        a.Index,
+		HardwareAddr: a.HardwareAddr,
+		Up:           linkUp(a),
+	}
+	label := vipLabel(a.Name)
+	for _, ad := range addrs {
+		p, ok := prefixFromIPNet(ad.IPNet)
+		if !ok || !p.Addr().Is4() {
+			continue
+		}
+		if (label != "" && ad.Label == label) || m.isVIP(p.Addr()) {
+			continue
+		}
+		info.IPv4 = append(info.IPv4, p)
+	}
+	return info, nil
+}
+
+// PrimaryIPv4 returns the first IPv4 address of the link, in kernel order,
+// that is neither in exclude nor a VIP this Manager knows of. It fails with
+// ErrNoAddress when there is none.
+func (m *Manager) PrimaryIPv4(ifname string, exclude []netip.Prefix) (netip.Addr, error) {
+	info, err := m.Link(ifname)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+next:
+	for _, p := range info.IPv4 {
+		// Compare addresses, not prefixes: a VIP written as /24 must not
+		// exclude its whole subnet.
+		for _, x := range exclude {
+			if x.Addr().Unmap() == p.Addr() {
+				continue next
+			}
+		}
+		return p.Addr(), nil
+	}
+	return netip.Addr{}, fmt.Errorf("%w on %s", ErrNoAddress, ifname)
+}
+
+// AddVIP ensures vip is configured on the link. An address that already
+// exists counts as success. An empty label means "<ifname>:vip" when that
+// fits in 15 characters and no label otherwise; labels apply to IPv4 only.
+func (m *Manager) AddVIP(ifname string, vip netip.Prefix, label string) error {
+	if !vip.IsValid() {
+		return fmt.Errorf("netif: invalid VIP %v", vip)
+	}
+	vip = unmapPrefix(vip)
+	if vip.Addr().Is4() {
+		if label == "" {
+			label = vipLabel(ifname)
+		}
+		// The kernel rejects longer labels with ERANGE; iproute2 expects
+		// the interface name in front.
+		if label != "" && (len(label) > maxLabelLen || !strings.HasPrefix(label, ifname)) {
+			return fmt.Errorf("netif: label %q must start with %q and have at most %d characters", label, ifname, maxLabelLen)
+		}
+	} else {
+		label = ""
+	}
+	l, err := m.link(ifname)
+	if err != nil {
+		return err
+	}
+	m.remember(vip)
+	addr := &netlink.Addr{IPNet: ipNet(vip), Label: label}
+	if vip.Bits() < vip.Addr().BitLen() {
+		// The subnet route belongs to the host's own address; a VIP moves
+		// between hosts and must not bring or take that route with it.
+		addr.Flags |= unix.IFA_F_NOPREFIXROUTE
+	}
+	if vip.Addr().Is6() {
+		// A VIP must answer at once; the Master is its only owner by election.
+		addr.Flags |= unix.IFA_F_NODAD
+	}
+	err = m.h.AddrAdd(l, addr)
+	switch {
+	case err == nil, errors.Is(err, unix.EEXIST):
+		return nil
+	case errors.Is(err, unix.ENODEV):
+		return fmt.Errorf("netif: adding %v to %s: %w", vip, ifname, ErrNoLink)
+	}
+	return fmt.Errorf("netif: adding %v to %s: %w", vip, ifname, err)
+}
+
+// RemoveVIP ensures vip is not configured on the link. A missing address or
+// a missing link counts as success.
+func (m *Manager) RemoveVIP(ifname string, vip netip.Prefix) error {
+	if !vip.IsValid() {
+		return fmt.Errorf("netif: invalid VIP %v", vip)
+	}
+	vip = unmapPrefix(vip)
+	m.remember(vip)
+	l, err := m.link(ifname)
+	if errors.Is(err, ErrNoLink) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	// No label in the request: the kernel then matches any label.
+	err = m.h.AddrDel(l, &netlink.Addr{IPNet: ipNet(vip)})
+	switch {
+	case err == nil, errors.Is(err, unix.EADDRNOTAVAIL), errors.Is(err, unix.ENODEV):
+		return nil
+	}
+	return fmt.Errorf("netif: removing %v from %s: %w", vip, ifname, err)
+}
+
+// HasVIP reports whether vip (address and prefix length) is configured on
+// the link.
+func (m *Manager) HasVIP(ifname string, vip netip.Prefix) (bool, error) {
+	vip = unmapPrefix(vip)
+	l, err := m.link(ifname)
+	if err != nil {
+		return false, err
+	}
+	family := netlink.FAMILY_V6
+	if vip.Addr().Is4() {
+		family = netlink.FAMILY_V4
+	}
+	addrs, err := m.addrList(l, family)
+	if err != nil {
+		return false, fmt.Errorf("netif: listing addresses of %s: %w", ifname, err)
+	}
+	for _, a := range addrs {
+		if p, ok := prefixFromIPNet(a.IPNet); ok && p == vip {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (m *Manager) link(name string) (netlink.Link, error) {
+	if m.closed.Load() {
+		return nil, errClosed
+	}
+	l, err := m.h.LinkByName(name)
+	if err == nil || errors.Is(err, netlink.ErrDumpInterrupted) && l != nil {
+		return l, nil
+	}
+	var nf netlink.LinkNotFoundError
+	if errors.As(err, &nf) || errors.Is(err, unix.ENODEV) {
+		return nil, fmt.Errorf("%w: %s", ErrNoLink, name)
+	}
+	return nil, fmt.Errorf("netif: looking up link %s: %w", name, err)
+}
+
+func (m *Manager) addrList(l netlink.Link, family int) ([]netlink.Addr, error) {
+	return retryDump(func() ([]netlink.Addr, error) { return m.h.AddrList(l, family) })
+}
+
+func (m *Manager) remember(p netip.Prefix) {
+	m.mu.Lock()
+	m.vips[p.Addr().Unmap()] = struct{}{}
+	m.mu.Unlock()
+}
+
+func (m *Manager) isVIP(a netip.Addr) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.vips[a]
+	return ok
+}
+
+// retryDump repeats a dump that the kernel flagged as interrupted by a
+// concurrent change, and accepts the last result when it keeps happening.
+func retryDump[T any](dump func() ([]T, error)) ([]T, error) {
+	var (
+		res []T
+		err error
+	)
+	for range dumpRetries {
+		res, err = dump()
+		if !errors.Is(err, netlink.ErrDumpInterrupted) {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// linkUp is LinkInfo.Up: admin up and carrier. Drivers that do not track
+// carrier report the unknown operational state (RFC 2863) while working.
+func linkUp(a *netlink.LinkAttrs) bool {
+	return a.Flags&net.FlagUp != 0 && (a.OperState == netlink.OperUp || a.OperState == netlink.OperUnknown)
+}
+
+func ipNet(p netip.Prefix) *net.IPNet {
+	return &net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
+}
+
+func prefixFromIPNet(n *net.IPNet) (netip.Prefix, bool) {
+	if n == nil {
+		return netip.Prefix{}, false
+	}
+	a, ok := netip.AddrFromSlice(n.IP)
+	if !ok {
+		return netip.Prefix{}, false
+	}
+	a = a.Unmap()
+	ones, bits := n.Mask.Size()
+	if bits != a.BitLen() {
+		return netip.Prefix{}, false
+	}
+	return netip.PrefixFrom(a, ones), true
+}
+
+func unmapPrefix(p netip.Prefix) netip.Prefix {
+	if !p.Addr().Is4In6() {
+		return p
+	}
+	bits := p.Bits() - 96
+	if bits < 0 {
+		bits = 0
+	}
+	return netip.PrefixFrom(p.Addr().Unmap(), bits)
+}

@@ -1,0 +1,84 @@
+package netif
+
+import (
+	"os"
+	"runtime"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// requireRoot skips tests that create network namespaces and veth pairs.
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) to create a network namespace and a veth pair; run the tests as root, e.g. sudo go test ./netif")
+	}
+}
+
+// newNetns returns a fresh, unnamed network namespace. It exists only while
+// a handle or socket refers to it, so nothing outlives the test process, and
+// it is closed at the end of the test.
+func newNetns(t *testing.T) netns.NsHandle {
+	t.Helper()
+	runtime.LockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		runtime.UnlockOSThread()
+		t.Fatalf("current namespace: %v", err)
+	}
+	defer orig.Close()
+	ns, err := netns.New() // moves this thread into the new namespace
+	if err != nil {
+		runtime.UnlockOSThread()
+		t.Fatalf("new namespace: %v", err)
+	}
+	if err := netns.Set(orig); err != nil {
+		// Leave the thread locked: the runtime discards it with this goroutine.
+		ns.Close()
+		t.Fatalf("back to the original namespace: %v", err)
+	}
+	runtime.UnlockOSThread()
+	t.Cleanup(func() { ns.Close() })
+	return ns
+}
+
+// nsHandle returns a netlink handle in ns, closed at the end of the test.
+// Tests use it to act "from outside" the Manager.
+func nsHandle(t *testing.T, ns netns.NsHandle) *netlink.Handle {
+	t.Helper()
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	if err != nil {
+		t.Fatalf("netlink handle: %v", err)
+	}
+	t.Cleanup(h.Close)
+	return h
+}
+
+// addVeth creates a veth pair name/peer in the handle's namespace, both ends
+// up, and deletes it at the end of the test.
+func addVeth(t *testing.T, h *netlink.Handle, name, peer string) (netlink.Link, netlink.Link) {
+	t.Helper()
+	if err := h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name}, PeerName: peer}); err != nil {
+		t.Fatalf("adding veth %s/%s: %v", name, peer, err)
+	}
+	t.Cleanup(func() {
+		if l, err := h.LinkByName(name); err == nil {
+			_ = h.LinkDel(l)
+		}
+	})
+	var links [2]netlink.Link
+	for i, n := range []string{name, peer} {
+		l, err := h.LinkByName(n)
+		if err != nil {
+			t.Fatalf("link %s: %v", n, err)
+		}
+		if err := h.LinkSetUp(l); err != nil {
+			t.Fatalf("setting %s up: %v", n, err)
+		}
+		links[i] = l
+	}
+	return links[0], links[1]
+}
