@@ -1,0 +1,151 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+const (
+	// DefaultPath is where the daemon and vipd check look for the config.
+	DefaultPath = "/etc/vipd/vipd.toml"
+	// DefaultSocket is the control socket when global.socket is not set.
+	DefaultSocket = "/run/vipd/vipd.sock"
+)
+
+// Config is a loaded and validated config file.
+type Config struct {
+	Path      string // the name the file was loaded under
+	Global    Global
+	Instances []Instance // in file order
+}
+
+// Global holds the settings of the daemon as a whole.
+type Global struct {
+	NodeName  string // names this host in status and logs
+	Socket    string // control socket path
+	LogFormat string // "text" or "json"
+	LogLevel  slog.Level
+}
+
+// Instance is one virtual router: a VRID on one interface and its VIPs.
+type Instance struct {
+	Name           string
+	Interface      string
+	VRID           uint8
+	Priority       uint8 // 1..254
+	AdvertInterval time.Duration
+	VIPs           []netip.Prefix // IPv4 /32s
+	Preempt        bool
+	PreemptDelay   time.Duration
+	UnicastPeers   []netip.Addr // empty: multicast
+	UnicastSource  netip.Addr   // zero: the interface's primary IPv4 address
+	GARP           GARP
+}
+
+// GARP says how a new Master announces its VIPs with gratuitous ARP.
+type GARP struct {
+	Repeat   int           // announcements after each takeover
+	Interval time.Duration // between them
+	Refresh  time.Duration // periodic re-announcement while Master; 0 = off
+}
+
+// Instance returns the instance with the given name.
+func (c *Config) Instance(name string) (Instance, bool) {
+	for _, in := range c.Instances {
+		if in.Name == name {
+			return in, true
+		}
+	}
+	return Instance{}, false
+}
+
+// Load reads and parses the config file at path. A file that cannot be read
+// gives the *os.PathError; a file with problems gives *Error.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse parses and validates a config; name is the file name used in
+// problems. It returns *Error listing every problem found.
+func Parse(name string, data []byte) (*Config, error) {
+	return parse(name, data, os.Hostname)
+}
+
+// parse is Parse with the host-name lookup given, so tests can fix it.
+func parse(name string, data []byte, hostname func() (string, error)) (*Config, error) {
+	c := &checker{file: name}
+	src := string(data)
+
+	// Phase 1a: a generic decode finds syntax errors and lets the shape of the
+	// tables be checked before the typed decode, which would stop at the
+	// first mismatch.
+	var doc map[string]any
+	md, err := toml.Decode(src, &doc)
+	if err != nil {
+		c.syntax(src, err)
+		return nil, c.err()
+	}
+	c.pos, err = scanPositions(src)
+	if err != nil || !c.pos.agrees(md.Keys()) {
+		// Better no lines than wrong ones.
+		c.pos = positionsFromKeys(md.Keys())
+	}
+	c.labels = instanceLabels(doc)
+	c.checkShape(doc, reflect.TypeFor[rawConfig](), "", nil)
+	if len(c.problems) > 0 {
+		return nil, c.err()
+	}
+
+	// Phase 1b: the typed decode; every leaf is a field, so it cannot fail on
+	// a value, and whatever it did not decode is an unknown key.
+	var raw rawConfig
+	md, err = toml.Decode(src, &raw)
+	if err != nil {
+		c.syntax(src, err) // not expected after the shape check
+		return nil, c.err()
+	}
+	c.unknownKeys(md.Undecoded())
+
+	// Phase 2: values into the typed config.
+	cfg := &Config{Path: name}
+	cfg.Global = c.global(&raw.Global, hostname)
+	for i := range raw.Instance {
+		cfg.Instances = append(cfg.Instances, c.instance(i, &raw.Instance[i]))
+	}
+	if len(raw.Instance) == 0 {
+		c.add("instance", "no [[instance]] defined: vipd needs at least one")
+	}
+	c.acrossInstances(cfg.Instances)
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// syntax records a decoding error. A toml.ParseError carries the offset of
+// the error; the line is counted from it because the decoder's own line is
+// one too far when the error is at a line end ("got '\n'").
+func (c *checker) syntax(src string, err error) {
+	var pe toml.ParseError
+	if !errors.As(err, &pe) {
+		c.problems = append(c.problems, Problem{File: c.file, Message: err.Error()})
+		return
+	}
+	line := pe.Position.Line
+	if src = stripBOM(src); pe.Position.Start >= 0 && pe.Position.Start <= len(src) {
+		line = strings.Count(src[:pe.Position.Start], "\n") + 1
+	}
+	c.problems = append(c.problems, Problem{File: c.file, Line: line, Message: "invalid TOML: " + pe.Message})
+}

@@ -1,0 +1,188 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// The raw types mirror the file. Their toml tags are the schema: unknown-key
+// detection, "did you mean" hints and the table-shape check all read them by
+// reflection, so a new key or sub-table (say [[instance.track]] as a
+// []rawTrack field) needs no change there.
+
+type rawConfig struct {
+	Global   rawGlobal     `toml:"global"`
+	Instance []rawInstance `toml:"instance"`
+}
+
+type rawGlobal struct {
+	NodeName  field `toml:"node_name"`
+	Socket    field `toml:"socket"`
+	LogFormat field `toml:"log_format"`
+	LogLevel  field `toml:"log_level"`
+}
+
+type rawInstance struct {
+	Name           field   `toml:"name"`
+	Interface      field   `toml:"interface"`
+	VRID           field   `toml:"vrid"`
+	Priority       field   `toml:"priority"`
+	AdvertInterval field   `toml:"advert_interval"`
+	VIPs           field   `toml:"vips"`
+	Preempt        field   `toml:"preempt"`
+	PreemptDelay   field   `toml:"preempt_delay"`
+	UnicastPeers   field   `toml:"unicast_peers"`
+	UnicastSource  field   `toml:"unicast_source"`
+	GARP           rawGARP `toml:"garp"`
+}
+
+type rawGARP struct {
+	Repeat   field `toml:"repeat"`
+	Interval field `toml:"interval"`
+	Refresh  field `toml:"refresh"`
+}
+
+// field keeps one key's value as the decoder produced it (string, int64,
+// float64, bool, time.Time, []any or map[string]any). Decoding into it never
+// fails, so a wrong type becomes one more problem with its line instead of
+// ending the decode and hiding every other problem.
+type field struct {
+	val any
+	set bool
+}
+
+// UnmarshalTOML implements toml.Unmarshaler.
+func (f *field) UnmarshalTOML(v any) error {
+	f.val, f.set = v, true
+	return nil
+}
+
+// typeName names a decoded value's TOML type for messages.
+func typeName(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case int64:
+		return "an integer"
+	case float64:
+		return "a float"
+	case bool:
+		return "a boolean"
+	case time.Time:
+		return "a date-time"
+	case []any:
+		return "an array"
+	case []map[string]any:
+		return "an array of tables"
+	case map[string]any:
+		return "a table"
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+// schemaField is one key a raw table accepts.
+type schemaField struct {
+	name string
+	typ  reflect.Type
+}
+
+// table returns the raw type of the table this key holds: t itself for a
+// table, its element type for an array of tables; ok is false for a leaf.
+func (f schemaField) table() (reflect.Type, bool) {
+	t := f.typ
+	if t.Kind() == reflect.Slice {
+		t = t.Elem()
+	}
+	return t, t.Kind() == reflect.Struct && t != reflect.TypeFor[field]()
+}
+
+// schemaFields lists the keys a raw table type accepts, in declaration order.
+func schemaFields(t reflect.Type) []schemaField {
+	var fs []schemaField
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ","); name != "" {
+			fs = append(fs, schemaField{name: name, typ: t.Field(i).Type})
+		}
+	}
+	return fs
+}
+
+// lookup finds the key the decoder would fill for name. The decoder falls
+// back to a case-insensitive match, which exact reports as false.
+func lookup(t reflect.Type, name string) (f schemaField, exact, ok bool) {
+	fs := schemaFields(t)
+	if i := slices.IndexFunc(fs, func(f schemaField) bool { return f.name == name }); i >= 0 {
+		return fs[i], true, true
+	}
+	if i := slices.IndexFunc(fs, func(f schemaField) bool { return strings.EqualFold(f.name, name) }); i >= 0 {
+		return fs[i], false, true
+	}
+	return schemaField{}, false, false
+}
+
+// checkShape reports every key of the schema that holds a table (or an array
+// of tables) but has some other value in the document. The decoder would stop
+// at the first of these, so they are found first, on the generic decode.
+func (c *checker) checkShape(m map[string]any, t reflect.Type, p string, k toml.Key) {
+	names := make([]string, 0, len(m))
+	for name := range m {
+		names = append(names, name)
+	}
+	slices.Sort(names) // map order is random; messages should not be
+	for _, name := range names {
+		f, exact, ok := lookup(t, name)
+		if !ok {
+			continue
+		}
+		tt, ok := f.table()
+		if !ok {
+			continue
+		}
+		kp, kk := keyPath(p, name), append(slices.Clip(k), name)
+		subs, wrong := tablesIn(f, m[name], kk)
+		switch {
+		case wrong != "" && !exact:
+			// The decoder matched it case-insensitively and would still try.
+			c.add(kp, "unknown key %q (did you mean %q?)", c.rel(kp), c.rel(keyPath(p, f.name)))
+		case wrong != "":
+			c.add(kp, "%s %s", c.rel(kp), wrong)
+		case f.typ.Kind() == reflect.Slice:
+			for i, sub := range subs {
+				c.checkShape(sub, tt, elemPath(kp, i), kk)
+			}
+		default:
+			c.checkShape(subs[0], tt, kp, kk)
+		}
+	}
+}
+
+// tablesIn returns the tables a value of the table or array-of-tables key f
+// holds, or says what is wrong with it.
+func tablesIn(f schemaField, v any, k toml.Key) ([]map[string]any, string) {
+	if f.typ.Kind() != reflect.Slice {
+		if sub, ok := v.(map[string]any); ok {
+			return []map[string]any{sub}, ""
+		}
+		return nil, fmt.Sprintf("must be a table, not %s", typeName(v))
+	}
+	switch v := v.(type) {
+	case []map[string]any:
+		return v, ""
+	case []any:
+		subs := make([]map[string]any, len(v))
+		for i, e := range v {
+			sub, ok := e.(map[string]any)
+			if !ok {
+				return nil, fmt.Sprintf("must be an array of tables ([[%s]]), but element %d is %s", k, i+1, typeName(e))
+			}
+			subs[i] = sub
+		}
+		return subs, ""
+	}
+	return nil, fmt.Sprintf("must be an array of tables ([[%s]]), not %s", k, typeName(v))
+}

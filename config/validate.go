@@ -1,0 +1,486 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"path"
+	"strings"
+	"time"
+)
+
+// Limits of the schema. The advertisement interval travels in a 12-bit field
+// of centiseconds (RFC 5798 section 5.2.7).
+const (
+	maxNameLen       = 32
+	maxIfnameLen     = 15  // IFNAMSIZ less the NUL
+	maxSocketPathLen = 107 // sizeof(sun_path) less the NUL
+	maxNodeNameLen   = 64  // HOST_NAME_MAX
+
+	defaultPriority       = 100
+	defaultAdvertInterval = time.Second
+	ownerPriority         = 255 // RFC 5798 section 5.2.4: the address owner's
+
+	advertUnit        = 10 * time.Millisecond
+	minAdvertInterval = advertUnit
+	maxAdvertInterval = 0xfff * advertUnit // 40.95s
+
+	maxPreemptDelay = time.Hour
+
+	defaultGARPRepeat   = 5
+	defaultGARPInterval = time.Second
+	minGARPInterval     = 10 * time.Millisecond
+	maxGARPInterval     = time.Minute
+	minGARPRefresh      = time.Second
+)
+
+// instanceLabels names each [[instance]] for messages: by its name when that
+// is valid, else by its place in the file, counted from 1.
+func instanceLabels(doc map[string]any) []string {
+	var elems []any
+	switch v := doc["instance"].(type) {
+	case []map[string]any:
+		for _, m := range v {
+			elems = append(elems, m)
+		}
+	case []any:
+		elems = v
+	}
+	labels := make([]string, len(elems))
+	for i, e := range elems {
+		labels[i] = fmt.Sprintf("instance #%d", i+1)
+		if m, ok := e.(map[string]any); ok {
+			if name, ok := m["name"].(string); ok && nameProblem(name) == "" {
+				labels[i] = fmt.Sprintf("instance %q", name)
+			}
+		}
+	}
+	return labels
+}
+
+func (c *checker) global(r *rawGlobal, hostname func() (string, error)) Global {
+	g := Global{Socket: DefaultSocket, LogFormat: "text", LogLevel: slog.LevelInfo}
+	key := func(name string) string { return keyPath("global", name) }
+
+	if s, ok := c.str(r.NodeName, key("node_name")); ok {
+		switch {
+		case s == "":
+			c.add(key("node_name"), "node_name is empty: leave it out to use the host name")
+		case len(s) > maxNodeNameLen:
+			c.add(key("node_name"), "node_name %q is longer than %d characters", s, maxNodeNameLen)
+		case strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f }):
+			c.add(key("node_name"), "node_name %q contains control characters", s)
+		default:
+			g.NodeName = s
+		}
+	} else if !r.NodeName.set {
+		h, err := hostname()
+		if err == nil && h == "" {
+			err = errors.New("it is empty")
+		}
+		if err != nil {
+			c.add(key("node_name"), "node_name is not set and the host name cannot be used (%v): set node_name", err)
+		}
+		g.NodeName = h
+	}
+
+	if s, ok := c.str(r.Socket, key("socket")); ok {
+		switch {
+		case !path.IsAbs(s):
+			c.add(key("socket"), "socket %q must be an absolute path", s)
+		case len(s) > maxSocketPathLen:
+			c.add(key("socket"), "socket %q is longer than %d bytes, the limit for a unix socket path", s, maxSocketPathLen)
+		case strings.HasSuffix(s, "/"):
+			c.add(key("socket"), "socket %q names a directory, not a socket file", s)
+		default:
+			g.Socket = s
+		}
+	}
+
+	if s, ok := c.str(r.LogFormat, key("log_format")); ok {
+		if s == "text" || s == "json" {
+			g.LogFormat = s
+		} else {
+			c.add(key("log_format"), "log_format %q is not one of text, json", s)
+		}
+	}
+
+	if s, ok := c.str(r.LogLevel, key("log_level")); ok {
+		levels := map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
+		if l, ok := levels[s]; ok {
+			g.LogLevel = l
+		} else {
+			c.add(key("log_level"), "log_level %q is not one of debug, info, warn, error", s)
+		}
+	}
+	return g
+}
+
+func (c *checker) instance(i int, r *rawInstance) Instance {
+	in := Instance{
+		Priority:       defaultPriority,
+		AdvertInterval: defaultAdvertInterval,
+		Preempt:        true,
+		GARP:           GARP{Repeat: defaultGARPRepeat, Interval: defaultGARPInterval},
+	}
+	at := elemPath("instance", i)
+	key := func(name string) string { return keyPath(at, name) }
+
+	c.need(r.Name, key("name"))
+	if s, ok := c.str(r.Name, key("name")); ok {
+		if msg := nameProblem(s); msg != "" {
+			c.add(key("name"), "%s", msg)
+		} else {
+			in.Name = s
+		}
+	}
+
+	c.need(r.Interface, key("interface"))
+	if s, ok := c.str(r.Interface, key("interface")); ok {
+		if msg := ifnameProblem(s); msg != "" {
+			c.add(key("interface"), "%s", msg)
+		} else {
+			in.Interface = s
+		}
+	}
+
+	c.need(r.VRID, key("vrid"))
+	if n, ok := c.integer(r.VRID, key("vrid")); ok && c.inRange(key("vrid"), n, 1, 255) {
+		in.VRID = uint8(n)
+	}
+
+	if n, ok := c.integer(r.Priority, key("priority")); ok {
+		if n == ownerPriority {
+			c.add(key("priority"), "priority 255 is reserved for the address owner (RFC 5798 section 5.2.4), a router whose own interface address is the VIP; vipd adds VIPs and never owns them: use 1..254")
+		} else if c.inRange(key("priority"), n, 1, ownerPriority-1) {
+			in.Priority = uint8(n)
+		}
+	}
+
+	if d, ok := c.duration(r.AdvertInterval, key("advert_interval"), minAdvertInterval, maxAdvertInterval); ok {
+		if d%advertUnit != 0 {
+			c.add(key("advert_interval"), "advert_interval %q is not a multiple of 10ms (VRRPv3 carries it in centiseconds)", r.AdvertInterval.val)
+		} else {
+			in.AdvertInterval = d
+		}
+	}
+
+	vips := map[netip.Addr]bool{}
+	c.need(r.VIPs, key("vips"))
+	if list, ok := c.stringList(r.VIPs, key("vips")); ok {
+		if len(list) == 0 {
+			c.add(key("vips"), "vips is empty: list at least one address")
+		}
+		for _, s := range list {
+			p, msg := parseVIP(s)
+			switch {
+			case msg != "":
+				c.add(key("vips"), "vips: %s", msg)
+			case vips[p.Addr()]:
+				c.add(key("vips"), "vips: %s is listed twice", p.Addr())
+			default:
+				vips[p.Addr()] = true
+				in.VIPs = append(in.VIPs, p)
+			}
+		}
+	}
+
+	if b, ok := c.boolean(r.Preempt, key("preempt")); ok {
+		in.Preempt = b
+	}
+
+	if d, ok := c.duration(r.PreemptDelay, key("preempt_delay"), 0, maxPreemptDelay); ok {
+		in.PreemptDelay = d
+	}
+
+	if s, ok := c.str(r.UnicastSource, key("unicast_source")); ok && s != "" {
+		a, msg := parseUnicast(s, "unicast sources")
+		switch {
+		case msg != "":
+			c.add(key("unicast_source"), "unicast_source: %s", msg)
+		case vips[a]:
+			c.add(key("unicast_source"), "unicast_source %s is one of the VIPs; it must be this host's own address, which stays when the VIP moves", a)
+		default:
+			in.UnicastSource = a
+		}
+	}
+
+	if list, ok := c.stringList(r.UnicastPeers, key("unicast_peers")); ok {
+		peers := map[netip.Addr]bool{}
+		for _, s := range list {
+			a, msg := parseUnicast(s, "unicast peers")
+			switch {
+			case msg != "":
+				c.add(key("unicast_peers"), "unicast_peers: %s", msg)
+			case peers[a]:
+				c.add(key("unicast_peers"), "unicast_peers: %s is listed twice", a)
+			case a == in.UnicastSource:
+				c.add(key("unicast_peers"), "unicast_peers: %s is unicast_source, this host itself", a)
+			case vips[a]:
+				c.add(key("unicast_peers"), "unicast_peers: %s is one of the VIPs; list the peers' own addresses", a)
+			default:
+				peers[a] = true
+				in.UnicastPeers = append(in.UnicastPeers, a)
+			}
+		}
+	}
+
+	garp := func(name string) string { return keyPath(key("garp"), name) }
+	if n, ok := c.integer(r.GARP.Repeat, garp("repeat")); ok && c.inRange(garp("repeat"), n, 1, 100) {
+		in.GARP.Repeat = int(n)
+	}
+	if d, ok := c.duration(r.GARP.Interval, garp("interval"), minGARPInterval, maxGARPInterval); ok {
+		in.GARP.Interval = d
+	}
+	if d, ok := c.anyDuration(r.GARP.Refresh, garp("refresh")); ok {
+		if d < 0 || d != 0 && d < minGARPRefresh {
+			c.add(garp("refresh"), "garp.refresh %q must be 0s (off) or at least 1s", r.GARP.Refresh.val)
+		} else {
+			in.GARP.Refresh = d
+		}
+	}
+	return in
+}
+
+// acrossInstances checks what must be unique among instances. Each clash is
+// reported at the later instance and names the line of the earlier one.
+func (c *checker) acrossInstances(ins []Instance) {
+	type router struct {
+		ifname string
+		vrid   uint8
+	}
+	var (
+		names   = map[string]int{}
+		routers = map[router]int{}
+		vips    = map[netip.Addr]int{}
+	)
+	key := func(i int, name string) string { return keyPath(elemPath("instance", i), name) }
+	for i, in := range ins {
+		if in.Name != "" {
+			if first, ok := names[in.Name]; ok {
+				c.add(key(i, "name"), "name %q is already used at line %d", in.Name, c.line(key(first, "name")))
+			} else {
+				names[in.Name] = i
+			}
+		}
+		if in.Interface != "" && in.VRID != 0 {
+			r := router{in.Interface, in.VRID}
+			if first, ok := routers[r]; ok {
+				c.add(key(i, "vrid"), "vrid %d is already used on %s by %s (line %d)", in.VRID, in.Interface, c.label(first), c.line(key(first, "vrid")))
+			} else {
+				routers[r] = i
+			}
+		}
+		for _, p := range in.VIPs {
+			if first, ok := vips[p.Addr()]; ok && first != i {
+				c.add(key(i, "vips"), "vips: %s is already a VIP of %s (line %d)", p.Addr(), c.label(first), c.line(key(first, "vips")))
+			} else {
+				vips[p.Addr()] = i
+			}
+		}
+	}
+}
+
+// need reports a required key that is missing; the line is its table's.
+func (c *checker) need(f field, p string) {
+	if !f.set {
+		c.add(p, "missing required key %q", c.rel(p))
+	}
+}
+
+func (c *checker) str(f field, p string) (string, bool) {
+	if !f.set {
+		return "", false
+	}
+	s, ok := f.val.(string)
+	if !ok {
+		c.add(p, "%s must be a string, not %s", c.rel(p), typeName(f.val))
+	}
+	return s, ok
+}
+
+func (c *checker) boolean(f field, p string) (bool, bool) {
+	if !f.set {
+		return false, false
+	}
+	b, ok := f.val.(bool)
+	if !ok {
+		c.add(p, "%s must be true or false, not %s", c.rel(p), typeName(f.val))
+	}
+	return b, ok
+}
+
+func (c *checker) integer(f field, p string) (int64, bool) {
+	if !f.set {
+		return 0, false
+	}
+	n, ok := f.val.(int64)
+	if !ok {
+		c.add(p, "%s must be an integer, not %s", c.rel(p), typeName(f.val))
+	}
+	return n, ok
+}
+
+func (c *checker) inRange(p string, n, lo, hi int64) bool {
+	if n < lo || n > hi {
+		c.add(p, "%s %d out of range %d..%d", c.rel(p), n, lo, hi)
+		return false
+	}
+	return true
+}
+
+// duration reads a Go duration string such as "1s" or "250ms" and checks it
+// against lo..hi.
+func (c *checker) duration(f field, p string, lo, hi time.Duration) (time.Duration, bool) {
+	d, ok := c.anyDuration(f, p)
+	if ok && (d < lo || d > hi) {
+		c.add(p, "%s %q out of range %s..%s", c.rel(p), f.val, shortDuration(lo), shortDuration(hi))
+		return 0, false
+	}
+	return d, ok
+}
+
+func (c *checker) anyDuration(f field, p string) (time.Duration, bool) {
+	if !f.set {
+		return 0, false
+	}
+	s, ok := f.val.(string)
+	if !ok {
+		c.add(p, "%s must be a duration string such as \"1s\" or \"250ms\", not %s", c.rel(p), typeName(f.val))
+		return 0, false
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		c.add(p, "%s %q is not a duration; write it like \"1s\" or \"250ms\"", c.rel(p), s)
+		return 0, false
+	}
+	return d, true
+}
+
+// shortDuration drops the zero units time.Duration.String adds: 1h, not 1h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// stringList reads an array of strings.
+func (c *checker) stringList(f field, p string) ([]string, bool) {
+	if !f.set {
+		return nil, false
+	}
+	arr, ok := f.val.([]any)
+	if !ok {
+		c.add(p, "%s must be an array of strings, not %s", c.rel(p), typeName(f.val))
+		return nil, false
+	}
+	list := make([]string, 0, len(arr))
+	for i, v := range arr {
+		s, ok := v.(string)
+		if !ok {
+			c.add(p, "%s: element %d is %s, not a string", c.rel(p), i+1, typeName(v))
+			continue
+		}
+		list = append(list, s)
+	}
+	return list, true
+}
+
+// nameProblem says what is wrong with an instance name, or "".
+func nameProblem(s string) string {
+	switch {
+	case s == "":
+		return "name is empty"
+	case len(s) > maxNameLen:
+		return fmt.Sprintf("name %q is longer than %d characters", s, maxNameLen)
+	case strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-')
+	}):
+		return fmt.Sprintf("name %q may only contain A-Z, a-z, 0-9, '_', '.' and '-'", s)
+	}
+	return ""
+}
+
+// ifnameProblem applies the kernel's rules for interface names
+// (dev_valid_name), so a typo fails here rather than at start-up.
+func ifnameProblem(s string) string {
+	switch {
+	case s == "":
+		return "interface is empty"
+	case len(s) > maxIfnameLen:
+		return fmt.Sprintf("interface %q is longer than %d characters, the Linux limit", s, maxIfnameLen)
+	case s == "." || s == "..":
+		return fmt.Sprintf("interface %q is not a valid interface name", s)
+	case strings.ContainsAny(s, "/: \t\n\v\f\r"):
+		return fmt.Sprintf("interface %q is not a valid interface name: Linux refuses '/', ':' and whitespace", s)
+	}
+	return ""
+}
+
+// parseIPv4 parses an IPv4 address. Messages quote shown, the text as the
+// user wrote it; kind names the list for the IPv6 message.
+func parseIPv4(s, shown, kind string) (netip.Addr, string) {
+	a, err := netip.ParseAddr(s)
+	switch {
+	case err != nil:
+		return netip.Addr{}, fmt.Sprintf("%q is not an IPv4 address", shown)
+	case a.Is4In6():
+		return netip.Addr{}, fmt.Sprintf("%q is an IPv4-mapped IPv6 address: write %s", shown, a.Unmap())
+	case a.Is6():
+		return netip.Addr{}, fmt.Sprintf("%q: IPv6 %s are not supported yet", shown, kind)
+	}
+	return a, ""
+}
+
+func isBroadcast(a netip.Addr) bool { return a.Is4() && a.As4() == [4]byte{255, 255, 255, 255} }
+
+// parseVIP parses "192.0.2.10" or "192.0.2.10/32".
+func parseVIP(s string) (netip.Prefix, string) {
+	addr, bits, hasBits := strings.Cut(s, "/")
+	a, msg := parseIPv4(addr, s, "VIPs")
+	if msg != "" {
+		return netip.Prefix{}, msg
+	}
+	if hasBits {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, fmt.Sprintf("%q: /%s is not a prefix length", s, bits)
+		}
+		if p.Bits() != 32 {
+			return netip.Prefix{}, fmt.Sprintf("%q: only /32 is accepted (each VIP is added as a host address)", s)
+		}
+	}
+	switch {
+	case a.IsUnspecified():
+		return netip.Prefix{}, fmt.Sprintf("%q is the unspecified address", s)
+	case a.IsMulticast():
+		return netip.Prefix{}, fmt.Sprintf("%q is a multicast address", s)
+	case a.IsLoopback():
+		return netip.Prefix{}, fmt.Sprintf("%q is a loopback address", s)
+	case isBroadcast(a):
+		return netip.Prefix{}, fmt.Sprintf("%q is the broadcast address", s)
+	}
+	return netip.PrefixFrom(a, 32), ""
+}
+
+// parseUnicast parses a unicast peer or source address.
+func parseUnicast(s, kind string) (netip.Addr, string) {
+	a, msg := parseIPv4(s, s, kind)
+	switch {
+	case msg != "":
+		return netip.Addr{}, msg
+	case a.IsUnspecified():
+		return netip.Addr{}, fmt.Sprintf("%q is the unspecified address", s)
+	case a.IsMulticast():
+		return netip.Addr{}, fmt.Sprintf("%q is a multicast address", s)
+	case isBroadcast(a):
+		return netip.Addr{}, fmt.Sprintf("%q is the broadcast address", s)
+	}
+	return a, ""
+}
