@@ -66,7 +66,7 @@ type ActionKind uint8
 
 // Actions, executed by the driver in the order they are returned.
 const (
-	actInvalid ActionKind = iota
+	_ ActionKind = iota // invalid zero value
 	// ActSendAdvert: send an advert with Priority (0 when releasing).
 	ActSendAdvert
 	// ActTakeAddresses: add the virtual addresses and announce them
@@ -245,6 +245,48 @@ func (m *Machine) Shutdown(out []Action) []Action {
 	}
 	out = append(out, Action{Kind: ActReleaseAddresses})
 	return m.transition(out, StateInitialize, ReasonShutdown, "shutting down")
+}
+
+// Resign makes a Master give its addresses away without stopping: it sends
+// priority 0, so a Backup takes over after its Skew_Time, releases the
+// addresses and waits as a Backup. Draining a node uses it with the lowest
+// priority, so any peer wins; if none takes over, the Master_Down_Timer
+// brings the addresses back here, because an address with no owner is worse.
+func (m *Machine) Resign(cause string, out []Action) []Action {
+	if !m.running || m.state != StateMaster {
+		return out
+	}
+	out = m.stop(out, TimerAdvert)
+	out = append(out,
+		Action{Kind: ActSendAdvert, Priority: 0},
+		Action{Kind: ActReleaseAddresses},
+	)
+	m.probation = false
+	m.master, m.lowerMaster = MasterInfo{}, MasterInfo{}
+	m.lowerSince, m.released, m.recheck = time.Time{}, false, false
+	m.masterAdverInterval = m.cfg.AdvertInterval
+	out = m.arm(out, TimerMasterDown, m.MasterDownInterval())
+	return m.transition(out, StateBackup, ReasonResigned, cause)
+}
+
+// Reconfigure changes what a reload may change in place: advert interval,
+// preemption and the virtual addresses (the caller adds or removes them
+// while Master). VRID, interface and primary address are fixed for a
+// machine's life; the base priority changes through SetPriority.
+func (m *Machine) Reconfigure(cfg Config) error {
+	cfg.VRID, cfg.Interface, cfg.Primary = m.cfg.VRID, m.cfg.Interface, m.cfg.Primary
+	cfg.Priority = m.cfg.Priority
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	cfg.Addresses = append([]netip.Addr(nil), cfg.Addresses...)
+	m.cfg = cfg
+	if m.state != StateBackup || m.master.Addr.IsValid() {
+		return nil
+	}
+	// No Master heard yet: the Backup's own interval is the one it waits on.
+	m.masterAdverInterval = cfg.AdvertInterval
+	return nil
 }
 
 // SetPriority changes the effective priority (1..254). A Master announces it

@@ -571,3 +571,52 @@ func TestFrozenBackupListensAgain(t *testing.T) {
 		t.Errorf("state %v, want BACKUP", s)
 	}
 }
+
+func TestResign(t *testing.T) {
+	m, clk := masterMachine(t, testConfig(100, "198.51.100.11"))
+	m.SetPriority(1, nil)
+	want := "stop(adver_timer) send(0) release arm(master_down_timer,3.99609375s) MASTER->BACKUP[resigned]"
+	if got := describe(m.Resign("drained by operator", nil)); got != want {
+		t.Fatalf("got %s\nwant %s", got, want)
+	}
+	// A peer takes over and is accepted even with a lower base priority.
+	clk.advance(600 * time.Millisecond)
+	out, _ := m.ReceiveAdvert(mustAddr("198.51.100.12"), TTL, advert(50, time.Second), nil)
+	if got := describe(out); got != "arm(master_down_timer,3.99609375s)" {
+		t.Errorf("peer advert: %s", got)
+	}
+	// Nobody takes over: the addresses come back after Master_Down_Interval.
+	b, clk2 := masterMachine(t, testConfig(100, "198.51.100.11"))
+	b.SetPriority(1, nil)
+	b.Resign("drained by operator", nil)
+	clk2.advance(b.MasterDownInterval())
+	if got := describe(b.TimerFired(TimerMasterDown, nil)); !strings.HasSuffix(got, "BACKUP->MASTER[master_down]") {
+		t.Errorf("unowned address not taken back: %s", got)
+	}
+	if got := describe(b.Resign("again", nil)); !strings.Contains(got, "resigned") {
+		t.Errorf("resign as master: %s", got)
+	}
+	if got := describe(b.Resign("again", nil)); got != "" {
+		t.Errorf("resign as backup acted: %s", got)
+	}
+}
+
+func TestReconfigure(t *testing.T) {
+	m, _ := backupMachine(t, testConfig(100, "198.51.100.11"))
+	cfg := m.Config()
+	cfg.AdvertInterval = 2 * time.Second
+	cfg.VRID = 99 // ignored: fixed for the machine's life
+	if err := m.Reconfigure(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if m.Config().VRID != 51 || m.MasterDownInterval() != 2*mdi(100, time.Second) {
+		t.Errorf("vrid %d, Master_Down_Interval %v", m.Config().VRID, m.MasterDownInterval())
+	}
+	cfg.AdvertInterval = 5 * time.Millisecond
+	if err := m.Reconfigure(cfg); err == nil {
+		t.Error("bad interval accepted")
+	}
+	if m.Config().AdvertInterval != 2*time.Second {
+		t.Error("refused reconfiguration changed the machine")
+	}
+}

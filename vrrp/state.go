@@ -70,12 +70,14 @@ const (
 	ReasonFault               // a health check demands Fault
 	ReasonFaultCleared        // the health check passes again
 	ReasonShutdown            // the daemon stops
+	ReasonResigned            // an operator drained this router
+	ReasonResumed             // a new daemon process took over the state of the old one
 	numReasons
 )
 
 var reasonNames = [numReasons]string{
 	"invalid", "startup", "master_down", "master_left", "preempt", "higher_master",
-	"frozen", "link_down", "link_up", "fault", "fault_cleared", "shutdown",
+	"frozen", "link_down", "link_up", "fault", "fault_cleared", "shutdown", "resigned", "resumed",
 }
 
 func (r Reason) String() string {
