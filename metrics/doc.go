@@ -1,0 +1,51 @@
+// Package metrics exposes vipd's state to Prometheus: one registry of its
+// own (never the global one), served over HTTP at /metrics.
+//
+// Most values already live in the daemon as the status snapshot the control
+// socket serves (control.InstanceStatus). Those are read from the snapshot
+// on every scrape by a custom Collector and exported as const metrics, so
+// the daemon's hot paths pay nothing for them. Only what the snapshot does
+// not carry is fed by events: state transitions, tracker check durations
+// and ARP address conflicts.
+//
+// Every per-instance series has an "instance" label, the configured name:
+//
+//	vipd_instance_info{instance,interface,vrid}        1
+//	vipd_instance_state{instance,state}                1 for the current state, 0 for the others
+//	vipd_transitions_total{instance,from,to}           event-fed
+//	vipd_priority_base{instance}                       configured priority
+//	vipd_priority_effective{instance}                  advertised priority, after trackers
+//	vipd_master_priority_seen{instance}                the Master's priority; absent until one is heard
+//	vipd_adverts_sent_total{instance}
+//	vipd_adverts_received_total{instance}
+//	vipd_adverts_dropped_total{instance,reason}
+//	vipd_garp_sent_total{instance}
+//	vipd_tracker_healthy{instance,tracker}             1 healthy, 0 failing
+//	vipd_tracker_check_seconds{instance,tracker}       histogram, event-fed
+//	vipd_tracker_check_failures_total{instance,tracker} event-fed
+//	vipd_drained{instance}                             1 while drained
+//	vipd_vips_held{instance}                           1 while the addresses are on the interface
+//	vipd_address_conflicts_total{instance}             event-fed
+//
+// plus the Go runtime and process collectors (go_*, process_*) and
+// promhttp's own promhttp_metric_handler_* series.
+//
+// # Series that exist before their first event
+//
+// PromQL's increase() and rate() need two samples of a series: a counter
+// that first appears already at 1 shows no increase, so an alert on the
+// first VRID collision or the first failover would never fire. The counters
+// that alerts watch are therefore exported at 0 before anything happens:
+//
+//   - vipd_adverts_dropped_total has a series for every reason vrrp knows
+//     (vrrp.DropReasons), although the status lists only non-zero reasons;
+//     a reason the status gives that vrrp does not list is exported as well.
+//   - vipd_transitions_total has a series for every ordered pair of the four
+//     states, and vipd_address_conflicts_total one, for each instance in
+//     the snapshot.
+//   - vipd_tracker_check_failures_total appears at 0 with a tracker's first
+//     check.
+//
+// Event-fed series of an instance that a reload removed stay, frozen, until
+// the daemon restarts; the snapshot's series go with the instance.
+package metrics
