@@ -18,6 +18,9 @@ const (
 	DefaultPath = "/etc/vipd/vipd.toml"
 	// DefaultSocket is the control socket when global.socket is not set.
 	DefaultSocket = "/run/vipd/vipd.sock"
+	// DefaultStateDir holds the state that survives restarts and reboots
+	// (drain marks) when global.state_dir is not set.
+	DefaultStateDir = "/var/lib/vipd"
 )
 
 // Config is a loaded and validated config file.
@@ -33,6 +36,15 @@ type Global struct {
 	Socket    string // control socket path
 	LogFormat string // "text" or "json"
 	LogLevel  slog.Level
+	// StateDir is the absolute path of the directory for persistent state.
+	StateDir string
+	// SocketGroup is the group, a name or a numeric gid, whose members may
+	// use the control socket (mode 0660); "" leaves it to root's group. It is
+	// not looked up here, so a config can be checked on another host.
+	SocketGroup string
+	// MetricsListen is the host:port the Prometheus /metrics endpoint listens
+	// on, the host an IP address or empty for every address; "" is off.
+	MetricsListen string
 }
 
 // Instance is one virtual router: a VRID on one interface and its VIPs.
@@ -48,6 +60,56 @@ type Instance struct {
 	UnicastPeers   []netip.Addr // empty: multicast
 	UnicastSource  netip.Addr   // zero: the interface's primary IPv4 address
 	GARP           GARP
+	Tracks         []Track // in file order; names unique within the instance
+	Notify         Notify
+	// SplitBrainRecovery: a Master that hears a lower-priority Master answers
+	// at once and announces again; a Master that yields sends one last advert
+	// so the winner re-announces.
+	SplitBrainRecovery bool
+}
+
+// Track is one health tracker, an [[instance.track]] table. Only the keys of
+// its type are set; files and commands are not looked at here (vipd check
+// may run on another host), so the daemon checks them at start and reports
+// what it finds at Line.
+type Track struct {
+	Name string
+	Type string // "http", "exec", "file" or "interface"
+	// Weight, -254..254: a negative weight is added to the priority while the
+	// tracker fails, a positive one while it is healthy; 0 puts the instance
+	// in Fault while the tracker fails.
+	Weight int
+	// Fall consecutive failures make a healthy tracker failing; Rise
+	// consecutive successes make a failing one healthy again.
+	Fall, Rise int
+	// Interval separates the starts of two checks; Timeout, shorter, bounds
+	// one check (it is set for every type, and configurable for http and exec).
+	Interval, Timeout time.Duration
+
+	// http
+	URL                string
+	OKStatus           []int // the status codes that count as healthy
+	CAFile             string
+	CertFile, KeyFile  string // both or neither
+	InsecureSkipVerify bool
+
+	// exec: the argv, run without a shell; Command[0] is an absolute path.
+	Command []string
+
+	// file: failing while this absolute path exists (a drain switch).
+	Path string
+
+	// interface: failing while this interface is down.
+	Interface string
+
+	Line int // of the [[instance.track]] header (or inline table), 0 if unknown
+}
+
+// Notify lists the commands run on each state change of an instance, each
+// an argv run without a shell; an empty one runs nothing.
+type Notify struct {
+	Master, Backup, Fault, Stop []string
+	Timeout                     time.Duration // bounds each run
 }
 
 // GARP says how a new Master announces its VIPs with gratuitous ARP.
@@ -102,7 +164,7 @@ func parse(name string, data []byte, hostname func() (string, error)) (*Config, 
 		// Better no lines than wrong ones.
 		c.pos = positionsFromKeys(md.Keys())
 	}
-	c.labels = instanceLabels(doc)
+	c.labels, c.trackLabels = instanceLabels(doc)
 	c.checkShape(doc, reflect.TypeFor[rawConfig](), "", nil)
 	if len(c.problems) > 0 {
 		return nil, c.err()

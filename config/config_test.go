@@ -61,6 +61,9 @@ func defaults(name, ifname string, vrid uint8, vips ...string) Instance {
 		AdvertInterval: time.Second,
 		Preempt:        true,
 		GARP:           GARP{Repeat: 5, Interval: time.Second},
+		Notify:         Notify{Timeout: 10 * time.Second},
+
+		SplitBrainRecovery: true,
 	}
 	for _, v := range vips {
 		in.VIPs = append(in.VIPs, netip.MustParsePrefix(v))
@@ -86,7 +89,7 @@ vips = ["192.0.2.10"]
 `,
 			want: &Config{
 				Path:      "vipd.toml",
-				Global:    Global{NodeName: testHost, Socket: DefaultSocket, LogFormat: "text", LogLevel: slog.LevelInfo},
+				Global:    Global{NodeName: testHost, Socket: DefaultSocket, LogFormat: "text", LogLevel: slog.LevelInfo, StateDir: DefaultStateDir},
 				Instances: []Instance{defaults("k8s-api", "eth0", 51, "192.0.2.10/32")},
 			},
 		},
@@ -97,6 +100,9 @@ node_name = "cp-1"
 socket = "/run/vipd/test.sock"
 log_format = "json"
 log_level = "debug"
+state_dir = "/var/lib/vipd-test"
+socket_group = "vipd"
+metrics_listen = "[::1]:9650"
 
 [[instance]]
 name = "k8s-api"
@@ -109,15 +115,62 @@ preempt = false
 preempt_delay = "1h"
 unicast_peers = ["198.51.100.2", "198.51.100.3"]
 unicast_source = "198.51.100.1"
+split_brain_recovery = false
 
 [instance.garp]
 repeat = 100
 interval = "10ms"
 refresh = "1s"
+
+[[instance.track]]
+name = "apiserver"
+type = "http"
+weight = 254
+fall = 100
+rise = 1
+interval = "1h"
+timeout = "59m"
+url = "https://kubernetes:6443/readyz?verbose"
+ok_status = [200, 401, 599, 100]
+ca_file = "/etc/kubernetes/pki/ca.crt"
+cert_file = "/etc/vipd/client.crt"
+key_file = "/etc/vipd/client.key"
+insecure_skip_verify = false
+
+[[instance.track]]
+name = "etcd"
+type = "exec"
+weight = -254
+fall = 1
+rise = 100
+interval = "100ms"
+timeout = "99ms"
+command = ["/usr/local/bin/check-etcd", "--quick", ""]
+
+[[instance.track]]
+name = "drain"
+type = "file"
+path = "/etc/vipd/drain"
+
+[[instance.track]]
+name = "uplink"
+type = "interface"
+interface = "eth1"
+weight = 0
+
+[instance.notify]
+master = ["/usr/local/bin/on-master", "k8s-api"]
+backup = ["/usr/local/bin/on-backup"]
+fault = []
+stop = ["/bin/true"]
+timeout = "10m"
 `,
 			want: &Config{
-				Path:   "vipd.toml",
-				Global: Global{NodeName: "cp-1", Socket: "/run/vipd/test.sock", LogFormat: "json", LogLevel: slog.LevelDebug},
+				Path: "vipd.toml",
+				Global: Global{
+					NodeName: "cp-1", Socket: "/run/vipd/test.sock", LogFormat: "json", LogLevel: slog.LevelDebug,
+					StateDir: "/var/lib/vipd-test", SocketGroup: "vipd", MetricsListen: "[::1]:9650",
+				},
 				Instances: []Instance{{
 					Name:           "k8s-api",
 					Interface:      "eth0",
@@ -130,6 +183,28 @@ refresh = "1s"
 					UnicastPeers:   []netip.Addr{netip.MustParseAddr("198.51.100.2"), netip.MustParseAddr("198.51.100.3")},
 					UnicastSource:  netip.MustParseAddr("198.51.100.1"),
 					GARP:           GARP{Repeat: 100, Interval: 10 * time.Millisecond, Refresh: time.Second},
+					Tracks: []Track{
+						{
+							Name: "apiserver", Type: "http", Weight: 254, Fall: 100, Rise: 1, Interval: time.Hour, Timeout: 59 * time.Minute,
+							URL: "https://kubernetes:6443/readyz?verbose", OKStatus: []int{200, 401, 599, 100},
+							CAFile: "/etc/kubernetes/pki/ca.crt", CertFile: "/etc/vipd/client.crt", KeyFile: "/etc/vipd/client.key",
+							Line: 28,
+						},
+						{
+							Name: "etcd", Type: "exec", Weight: -254, Fall: 1, Rise: 100, Interval: 100 * time.Millisecond, Timeout: 99 * time.Millisecond,
+							Command: []string{"/usr/local/bin/check-etcd", "--quick", ""},
+							Line:    43,
+						},
+						{Name: "drain", Type: "file", Weight: 0, Fall: 3, Rise: 2, Interval: 2 * time.Second, Timeout: time.Second, Path: "/etc/vipd/drain", Line: 53},
+						{Name: "uplink", Type: "interface", Weight: 0, Fall: 3, Rise: 2, Interval: 2 * time.Second, Timeout: time.Second, Interface: "eth1", Line: 58},
+					},
+					Notify: Notify{
+						Master:  []string{"/usr/local/bin/on-master", "k8s-api"},
+						Backup:  []string{"/usr/local/bin/on-backup"},
+						Stop:    []string{"/bin/true"},
+						Timeout: 10 * time.Minute,
+					},
+					SplitBrainRecovery: false,
 				}},
 			},
 		},
@@ -166,7 +241,7 @@ vips = [
 `,
 			want: &Config{
 				Path:   "vipd.toml",
-				Global: Global{NodeName: testHost, Socket: DefaultSocket, LogFormat: "text", LogLevel: slog.LevelWarn},
+				Global: Global{NodeName: testHost, Socket: DefaultSocket, LogFormat: "text", LogLevel: slog.LevelWarn, StateDir: DefaultStateDir},
 				Instances: []Instance{
 					func() Instance {
 						in := defaults("a", "eth0", 1, "192.0.2.1/32")
@@ -190,7 +265,7 @@ vips = [
 `,
 			want: &Config{
 				Path:      "vipd.toml",
-				Global:    Global{NodeName: testHost, Socket: DefaultSocket, LogFormat: "text", LogLevel: slog.LevelInfo},
+				Global:    Global{NodeName: testHost, Socket: DefaultSocket, LogFormat: "text", LogLevel: slog.LevelInfo, StateDir: DefaultStateDir},
 				Instances: []Instance{defaults("a", "eth0", 7, "192.0.2.7/32")},
 			},
 		},
@@ -199,8 +274,117 @@ vips = [
 			src:  "\xef\xbb\xbf[[instance]]\r\nname = \"a\"\r\ninterface = \"eth0\"\r\nvrid = 9\r\nvips = [\"192.0.2.9\"]\r\n",
 			want: &Config{
 				Path:      "vipd.toml",
-				Global:    Global{NodeName: testHost, Socket: DefaultSocket, LogFormat: "text", LogLevel: slog.LevelInfo},
+				Global:    Global{NodeName: testHost, Socket: DefaultSocket, LogFormat: "text", LogLevel: slog.LevelInfo, StateDir: DefaultStateDir},
 				Instances: []Instance{defaults("a", "eth0", 9, "192.0.2.9/32")},
+			},
+		},
+		{
+			name: "trackers: defaults by type; timeout follows a short interval; inline tables",
+			src: `[global]
+state_dir = "/srv/vipd/"
+socket_group = "998"
+metrics_listen = ":9650"
+
+[[instance]]
+name = "a"
+interface = "eth0"
+vrid = 1
+vips = ["192.0.2.1"]
+
+[[instance.track]]
+name = "api"
+type = "http"
+url = "HTTP://127.0.0.1:8080/healthz"
+
+[[instance.track]]
+name = "check"
+type = "exec"
+command = ["/usr/local/bin/check"]
+interval = "500ms"
+
+[[instance.track]]
+name = "drain"
+type = "file"
+path = "/etc/vipd/drain"
+
+[[instance.track]]
+name = "uplink"
+type = "interface"
+interface = "eth1"
+
+[[instance]]
+name = "b"
+interface = "eth0"
+vrid = 2
+vips = ["192.0.2.2"]
+track = [
+  {name = "drain", type = "file", path = "/run/drain-b", weight = -10},
+  {name = "api", type = "http", url = "https://[::1]:6443/readyz", insecure_skip_verify = true, ok_status = [204]},
+]
+notify = {fault = ["/usr/bin/logger", "vipd: fault"], timeout = "1ms"}
+`,
+			want: &Config{
+				Path:   "vipd.toml",
+				Global: Global{NodeName: testHost, Socket: DefaultSocket, LogFormat: "text", LogLevel: slog.LevelInfo, StateDir: "/srv/vipd", SocketGroup: "998", MetricsListen: ":9650"},
+				Instances: []Instance{
+					func() Instance {
+						in := defaults("a", "eth0", 1, "192.0.2.1/32")
+						in.Tracks = []Track{
+							{Name: "api", Type: "http", Weight: -50, Fall: 3, Rise: 2, Interval: 2 * time.Second, Timeout: time.Second, URL: "HTTP://127.0.0.1:8080/healthz", OKStatus: []int{200}, Line: 12},
+							{Name: "check", Type: "exec", Weight: -50, Fall: 3, Rise: 2, Interval: 500 * time.Millisecond, Timeout: 250 * time.Millisecond, Command: []string{"/usr/local/bin/check"}, Line: 17},
+							{Name: "drain", Type: "file", Weight: 0, Fall: 3, Rise: 2, Interval: 2 * time.Second, Timeout: time.Second, Path: "/etc/vipd/drain", Line: 23},
+							{Name: "uplink", Type: "interface", Weight: -50, Fall: 3, Rise: 2, Interval: 2 * time.Second, Timeout: time.Second, Interface: "eth1", Line: 28},
+						}
+						return in
+					}(),
+					func() Instance {
+						in := defaults("b", "eth0", 2, "192.0.2.2/32")
+						in.Tracks = []Track{
+							{Name: "drain", Type: "file", Weight: -10, Fall: 3, Rise: 2, Interval: 2 * time.Second, Timeout: time.Second, Path: "/run/drain-b", Line: 39},
+							{Name: "api", Type: "http", Weight: -50, Fall: 3, Rise: 2, Interval: 2 * time.Second, Timeout: time.Second, URL: "https://[::1]:6443/readyz", OKStatus: []int{204}, InsecureSkipVerify: true, Line: 40},
+						}
+						in.Notify = Notify{Fault: []string{"/usr/bin/logger", "vipd: fault"}, Timeout: time.Millisecond}
+						return in
+					}(),
+				},
+			},
+		},
+		{
+			name: "empty optional values: socket_group, metrics_listen, notify lists, TLS files",
+			src: `[global]
+socket_group = ""
+metrics_listen = ""
+
+[[instance]]
+name = "a"
+interface = "eth0"
+vrid = 1
+vips = ["192.0.2.1"]
+split_brain_recovery = true
+
+[[instance.track]]
+name = "api"
+type = "http"
+url = "https://127.0.0.1:6443/readyz"
+ca_file = ""
+cert_file = ""
+key_file = ""
+insecure_skip_verify = false
+
+[instance.notify]
+master = []
+backup = []
+fault = []
+stop = []
+`,
+			want: &Config{
+				Path:   "vipd.toml",
+				Global: Global{NodeName: testHost, Socket: DefaultSocket, LogFormat: "text", LogLevel: slog.LevelInfo, StateDir: DefaultStateDir},
+				Instances: []Instance{func() Instance {
+					in := defaults("a", "eth0", 1, "192.0.2.1/32")
+					in.Tracks = []Track{{Name: "api", Type: "http", Weight: -50, Fall: 3, Rise: 2, Interval: 2 * time.Second, Timeout: time.Second, URL: "https://127.0.0.1:6443/readyz", OKStatus: []int{200}, Line: 12}}
+					return in
+				}()},
 			},
 		},
 	}
@@ -221,6 +405,30 @@ interface = "eth0"
 vrid = 51
 vips = ["192.0.2.10"]
 `
+
+// secondInstance follows base: a second instance whose first tracker is
+// valid. secondTrack appends the second tracker of the second instance, its
+// [[instance.track]] header on line 18 and keys from line 19 on.
+const secondInstance = base + `
+[[instance]]
+name = "ingress"
+interface = "eth1"
+vrid = 52
+vips = ["192.0.2.20"]
+
+[[instance.track]]
+name = "apiserver"
+type = "http"
+url = "https://127.0.0.1:6443/readyz"
+
+`
+
+func secondTrack(keys string) string {
+	return secondInstance + "[[instance.track]]\n" + keys
+}
+
+// drain is a valid file tracker for secondTrack, ending on line 21.
+const drain = "name = \"drain\"\ntype = \"file\"\npath = \"/etc/vipd/drain\"\n"
 
 func TestParseRefusals(t *testing.T) {
 	tests := []struct {
@@ -268,8 +476,8 @@ func TestParseRefusals(t *testing.T) {
 		{"unknown top-level table, reported once", "[globl]\nsocket = \"/run/x.sock\"\nlog_level = \"info\"\n" + base, []string{
 			`vipd.toml:1: unknown key "globl" (did you mean "global"?)`,
 		}},
-		{"unknown sub-table, reported once", base + "[instance.track]\ntype = \"http\"\n", []string{
-			`vipd.toml:6: instance "k8s-api": unknown key "track"`,
+		{"unknown sub-table, reported once", base + "[instance.checks]\ntype = \"http\"\nurl = \"x\"\n", []string{
+			`vipd.toml:6: instance "k8s-api": unknown key "checks"`,
 		}},
 		{"unknown dotted key", base + "grap.repeat = 3\n", []string{
 			`vipd.toml:6: instance "k8s-api": unknown key "grap.repeat" (did you mean "garp.repeat"?)`,
@@ -527,6 +735,244 @@ refresh = "0.5s"
 `, []string{
 			`vipd.toml:14: instance "b": preempt_delay "[[instance]]\nvrid = 300\n" is not a duration; write it like "1s" or "250ms"`,
 			`vipd.toml:28: instance "c": garp.refresh "0.5s" must be 0s (off) or at least 1s`,
+		}},
+
+		// New globals.
+		{"bad state_dir, socket_group and metrics_listen", "[global]\nstate_dir = \"var/lib/vipd\"\nsocket_group = \"vipd admins\"\nmetrics_listen = \"127.0.0.1\"\n" + base, []string{
+			`vipd.toml:2: global: state_dir "var/lib/vipd" must be an absolute path`,
+			`vipd.toml:3: global: socket_group "vipd admins" is neither a group name (A-Z, a-z, 0-9, '_', '.', '-', not first) nor a numeric gid`,
+			`vipd.toml:4: global: metrics_listen "127.0.0.1" is not host:port, such as "127.0.0.1:9650" or ":9650" (every address)`,
+		}},
+		{"empty state_dir; wrong types", "[global]\nstate_dir = \"\"\nsocket_group = 998\nmetrics_listen = 9650\n" + base, []string{
+			`vipd.toml:2: global: state_dir is empty: leave it out to use /var/lib/vipd`,
+			`vipd.toml:3: global: socket_group must be a string, not an integer`,
+			`vipd.toml:4: global: metrics_listen must be a string, not an integer`,
+		}},
+		{"socket_group: gid out of range", "[global]\nsocket_group = \"4294967295\"\n" + base, []string{
+			`vipd.toml:2: global: socket_group "4294967295" is not a valid gid (0..4294967294)`,
+		}},
+		{"socket_group with a leading dash", "[global]\nsocket_group = \"-vipd\"\n" + base, []string{
+			`vipd.toml:2: global: socket_group "-vipd" is neither a group name (A-Z, a-z, 0-9, '_', '.', '-', not first) nor a numeric gid`,
+		}},
+		{"socket_group too long", "[global]\nsocket_group = \"" + strings.Repeat("g", 33) + "\"\n" + base, []string{
+			`vipd.toml:2: global: socket_group "` + strings.Repeat("g", 33) + `" is longer than 32 characters`,
+		}},
+		{"metrics_listen: IPv6 without brackets", "[global]\nmetrics_listen = \"::1:9650\"\n" + base, []string{
+			`vipd.toml:2: global: metrics_listen "::1:9650" is not host:port: put an IPv6 address in brackets, as in "[::1]:9650"`,
+		}},
+		{"metrics_listen: a host name", "[global]\nmetrics_listen = \"localhost:9650\"\n" + base, []string{
+			`vipd.toml:2: global: metrics_listen "localhost:9650": the host "localhost" is not an IP address; give one of this host's addresses, or none (":9650") for every address`,
+		}},
+		{"metrics_listen: port 0", "[global]\nmetrics_listen = \"127.0.0.1:0\"\n" + base, []string{
+			`vipd.toml:2: global: metrics_listen "127.0.0.1:0": port "0" is not a port number 1..65535`,
+		}},
+		{"metrics_listen: port too big", "[global]\nmetrics_listen = \"[::1]:65536\"\n" + base, []string{
+			`vipd.toml:2: global: metrics_listen "[::1]:65536": port "65536" is not a port number 1..65535`,
+		}},
+		{"metrics_listen: port by name", "[global]\nmetrics_listen = \":http\"\n" + base, []string{
+			`vipd.toml:2: global: metrics_listen ":http": port "http" is not a port number 1..65535`,
+		}},
+		{"metrics_listen: no port", "[global]\nmetrics_listen = \"127.0.0.1:\"\n" + base, []string{
+			`vipd.toml:2: global: metrics_listen "127.0.0.1:": port "" is not a port number 1..65535`,
+		}},
+		{"metrics_listen: multicast", "[global]\nmetrics_listen = \"224.0.0.18:9650\"\n" + base, []string{
+			`vipd.toml:2: global: metrics_listen "224.0.0.18:9650": 224.0.0.18 is a multicast address`,
+		}},
+
+		// split_brain_recovery.
+		{"split_brain_recovery as a string", base + "split_brain_recovery = \"yes\"\n", []string{
+			`vipd.toml:6: instance "k8s-api": split_brain_recovery must be true or false, not a string`,
+		}},
+		{"split_brain_recovery misspelt", base + "split_brain_recovry = false\n", []string{
+			`vipd.toml:6: instance "k8s-api": unknown key "split_brain_recovry" (did you mean "split_brain_recovery"?)`,
+		}},
+
+		// Trackers: the second tracker of the second instance unless noted.
+		{"track: unknown key", secondTrack(drain + "commnd = [\"/bin/true\"]\n"), []string{
+			`vipd.toml:22: instance "ingress": track "drain": unknown key "commnd" (did you mean "command"?)`,
+		}},
+		{"track: key differing in case", secondTrack(drain + "Weight = 0\n"), []string{
+			`vipd.toml:22: instance "ingress": track "drain": unknown key "Weight" (did you mean "weight"?)`,
+		}},
+		{"track: unknown key, no hint", secondTrack(drain + "retries = 3\n"), []string{
+			`vipd.toml:22: instance "ingress": track "drain": unknown key "retries"`,
+		}},
+		{"track: unknown key in the first instance's tracker", base + "[[instance.track]]\nname = \"d\"\ntype = \"file\"\npath = \"/d\"\nexpect = 200\n", []string{
+			`vipd.toml:10: instance "k8s-api": track "d": unknown key "expect"`,
+		}},
+		{"track: keys of other types", secondTrack(drain + `timeout = "1s"
+url = "https://127.0.0.1/"
+ok_status = [200]
+ca_file = "/ca.pem"
+cert_file = "/c.pem"
+key_file = "/k.pem"
+insecure_skip_verify = false
+command = ["/bin/true"]
+interface = "eth1"
+`), []string{
+			`vipd.toml:22: instance "ingress": track "drain": key "timeout" is for types "http" and "exec", not "file"`,
+			`vipd.toml:23: instance "ingress": track "drain": key "url" is for type "http", not "file"`,
+			`vipd.toml:24: instance "ingress": track "drain": key "ok_status" is for type "http", not "file"`,
+			`vipd.toml:25: instance "ingress": track "drain": key "ca_file" is for type "http", not "file"`,
+			`vipd.toml:26: instance "ingress": track "drain": key "cert_file" is for type "http", not "file"`,
+			`vipd.toml:27: instance "ingress": track "drain": key "key_file" is for type "http", not "file"`,
+			`vipd.toml:28: instance "ingress": track "drain": key "insecure_skip_verify" is for type "http", not "file"`,
+			`vipd.toml:29: instance "ingress": track "drain": key "command" is for type "exec", not "file"`,
+			`vipd.toml:30: instance "ingress": track "drain": key "interface" is for type "interface", not "file"`,
+		}},
+		{"track: command on an http tracker", base + "[[instance.track]]\nname = \"apiserver\"\ntype = \"http\"\nurl = \"https://127.0.0.1:6443/readyz\"\ncommand = [\"/bin/true\"]\npath = \"/etc/vipd/drain\"\n", []string{
+			`vipd.toml:10: instance "k8s-api": track "apiserver": key "command" is for type "exec", not "http"`,
+			`vipd.toml:11: instance "k8s-api": track "apiserver": key "path" is for type "file", not "http"`,
+		}},
+		{"track: ranges", secondTrack(drain + "weight = 255\nfall = 0\nrise = 101\ninterval = \"99ms\"\n"), []string{
+			`vipd.toml:22: instance "ingress": track "drain": weight 255 out of range -254..254`,
+			`vipd.toml:23: instance "ingress": track "drain": fall 0 out of range 1..100`,
+			`vipd.toml:24: instance "ingress": track "drain": rise 101 out of range 1..100`,
+			`vipd.toml:25: instance "ingress": track "drain": interval "99ms" out of range 100ms..1h`,
+		}},
+		{"track: ranges, other ends", secondTrack(drain + "weight = -255\nfall = 101\nrise = 0\ninterval = \"61m\"\n"), []string{
+			`vipd.toml:22: instance "ingress": track "drain": weight -255 out of range -254..254`,
+			`vipd.toml:23: instance "ingress": track "drain": fall 101 out of range 1..100`,
+			`vipd.toml:24: instance "ingress": track "drain": rise 0 out of range 1..100`,
+			`vipd.toml:25: instance "ingress": track "drain": interval "61m" out of range 100ms..1h`,
+		}},
+		{"track: wrong types", secondTrack(drain + "weight = \"-50\"\nfall = 3.0\ninterval = 2\n"), []string{
+			`vipd.toml:22: instance "ingress": track "drain": weight must be an integer, not a string`,
+			`vipd.toml:23: instance "ingress": track "drain": fall must be an integer, not a float`,
+			`vipd.toml:24: instance "ingress": track "drain": interval must be a duration string such as "1s" or "250ms", not an integer`,
+		}},
+		{"track: timeout not shorter than the interval", secondTrack("name = \"api\"\ntype = \"http\"\nurl = \"http://127.0.0.1/\"\ntimeout = \"2s\"\n"), []string{
+			`vipd.toml:22: instance "ingress": track "api": timeout "2s" must be shorter than the interval (2s), so that one check ends before the next starts`,
+		}},
+		{"track: timeout not shorter than a set interval", secondTrack("name = \"api\"\ntype = \"exec\"\ncommand = [\"/bin/true\"]\ninterval = \"1m\"\ntimeout = \"1m30s\"\n"), []string{
+			`vipd.toml:23: instance "ingress": track "api": timeout "1m30s" must be shorter than the interval (1m), so that one check ends before the next starts`,
+		}},
+		{"track: timeout zero; interval invalid", secondTrack("name = \"api\"\ntype = \"exec\"\ncommand = [\"/bin/true\"]\ninterval = \"2\"\ntimeout = \"0s\"\n"), []string{
+			`vipd.toml:22: instance "ingress": track "api": interval "2" is not a duration; write it like "1s" or "250ms"`,
+			`vipd.toml:23: instance "ingress": track "api": timeout "0s" must be more than 0s`,
+		}},
+		{"track: name used twice in an instance", secondTrack("name = \"apiserver\"\ntype = \"file\"\npath = \"/etc/vipd/drain\"\n"), []string{
+			`vipd.toml:19: instance "ingress": track "apiserver": name "apiserver" is already used at line 14`,
+		}},
+		{"track: one name in two instances is fine, bad names are not", base + "[[instance.track]]\nname = \"apiserver\"\ntype = \"file\"\npath = \"/d\"\n" + strings.TrimPrefix(secondTrack("name = \"a b\"\ntype = \"file\"\npath = \"/d\"\n"), base), []string{
+			`vipd.toml:23: instance "ingress": track #2: name "a b" may only contain A-Z, a-z, 0-9, '_', '.' and '-'`,
+		}},
+		{"track: missing name and type", secondTrack("weight = 0\n"), []string{
+			`vipd.toml:18: instance "ingress": track #2: missing required key "name"`,
+			`vipd.toml:18: instance "ingress": track #2: missing required key "type"`,
+		}},
+		{"track: unknown type; its keys are still checked", secondTrack("name = \"x\"\ntype = \"tcp\"\npath = \"drain\"\n"), []string{
+			`vipd.toml:20: instance "ingress": track "x": type "tcp" is not one of http, exec, file, interface`,
+			`vipd.toml:21: instance "ingress": track "x": path "drain" must be an absolute path`,
+		}},
+		{"track: type in capitals", secondTrack("name = \"x\"\ntype = \"HTTP\"\nurl = \"http://127.0.0.1/\"\n"), []string{
+			`vipd.toml:20: instance "ingress": track "x": type "HTTP" is not one of http, exec, file, interface`,
+		}},
+		{"track: name and type of the wrong type", secondTrack("name = 1\ntype = [\"file\"]\n"), []string{
+			`vipd.toml:19: instance "ingress": track #2: name must be a string, not an integer`,
+			`vipd.toml:20: instance "ingress": track #2: type must be a string, not an array`,
+		}},
+		{"track: required keys by type", secondTrack("name = \"h\"\ntype = \"http\"\n") + "[[instance.track]]\nname = \"e\"\ntype = \"exec\"\n[[instance.track]]\nname = \"f\"\ntype = \"file\"\n[[instance.track]]\nname = \"i\"\ntype = \"interface\"\n", []string{
+			`vipd.toml:18: instance "ingress": track "h": missing required key "url" for type "http"`,
+			`vipd.toml:21: instance "ingress": track "e": missing required key "command" for type "exec"`,
+			`vipd.toml:24: instance "ingress": track "f": missing required key "path" for type "file"`,
+			`vipd.toml:27: instance "ingress": track "i": missing required key "interface" for type "interface"`,
+		}},
+		{"track: not an array of tables", base + "[instance.track]\nname = \"x\"\n", []string{
+			`vipd.toml:6: instance "k8s-api": track must be an array of tables ([[instance.track]]), not a table`,
+		}},
+		{"track: an element that is not a table", base + "track = [{name = \"x\", type = \"file\", path = \"/x\"}, \"y\"]\n", []string{
+			`vipd.toml:6: instance "k8s-api": track must be an array of tables ([[instance.track]]), but element 2 is a string`,
+		}},
+		{"track: inline tables, problems at their lines", base + "track = [\n  {name = \"a\", type = \"file\", path = \"/a\"},\n  {name = \"b\", type = \"file\",\n   path = \"b\", fal = 2},\n]\n", []string{
+			`vipd.toml:9: instance "k8s-api": track "b": unknown key "fal" (did you mean "fall"?)`,
+			`vipd.toml:9: instance "k8s-api": track "b": path "b" must be an absolute path`,
+		}},
+
+		// http trackers.
+		{"http: bad URLs", secondTrack("name = \"api\"\ntype = \"http\"\nurl = \"ftp://127.0.0.1/\"\n") +
+			"[[instance.track]]\nname = \"b\"\ntype = \"http\"\nurl = \"https:///readyz\"\n" +
+			"[[instance.track]]\nname = \"c\"\ntype = \"http\"\nurl = \"https://admin:secret@127.0.0.1:6443/\"\n" +
+			"[[instance.track]]\nname = \"d\"\ntype = \"http\"\nurl = \"https://127.0.0.1:0/\"\n" +
+			"[[instance.track]]\nname = \"e\"\ntype = \"http\"\nurl = \"https://[::1/\"\n" +
+			"[[instance.track]]\nname = \"f\"\ntype = \"http\"\nurl = \"127.0.0.1:6443/readyz\"\n", []string{
+			`vipd.toml:21: instance "ingress": track "api": url "ftp://127.0.0.1/": the scheme must be http or https`,
+			`vipd.toml:25: instance "ingress": track "b": url "https:///readyz" has no host`,
+			`vipd.toml:29: instance "ingress": track "c": url "https://admin:xxxxx@127.0.0.1:6443/" must not carry credentials: they would be logged`,
+			`vipd.toml:33: instance "ingress": track "d": url "https://127.0.0.1:0/": port 0 out of range 1..65535`,
+			`vipd.toml:37: instance "ingress": track "e": url "https://[::1/" is not a valid URL: missing ']' in host`,
+			`vipd.toml:41: instance "ingress": track "f": url "127.0.0.1:6443/readyz" is not a valid URL: first path segment in URL cannot contain colon`,
+		}},
+		{"http: bad ok_status", secondTrack("name = \"api\"\ntype = \"http\"\nurl = \"https://127.0.0.1/\"\nok_status = [99, 600, 200, 200, \"204\"]\n"), []string{
+			`vipd.toml:22: instance "ingress": track "api": ok_status: element 5 is a string, not an integer`,
+			`vipd.toml:22: instance "ingress": track "api": ok_status: 99 is not an HTTP status code (100..599)`,
+			`vipd.toml:22: instance "ingress": track "api": ok_status: 600 is not an HTTP status code (100..599)`,
+			`vipd.toml:22: instance "ingress": track "api": ok_status: 200 is listed twice`,
+		}},
+		{"http: empty ok_status", secondTrack("name = \"api\"\ntype = \"http\"\nurl = \"https://127.0.0.1/\"\nok_status = []\n"), []string{
+			`vipd.toml:22: instance "ingress": track "api": ok_status is empty: list at least one status code, or leave it out for [200]`,
+		}},
+		{"http: ok_status not an array", secondTrack("name = \"api\"\ntype = \"http\"\nurl = \"https://127.0.0.1/\"\nok_status = 200\n"), []string{
+			`vipd.toml:22: instance "ingress": track "api": ok_status must be an array of integers, not an integer`,
+		}},
+		{"http: TLS files", secondTrack("name = \"api\"\ntype = \"http\"\nurl = \"https://127.0.0.1/\"\nca_file = \"ca.pem\"\ncert_file = \"/etc/vipd/client.crt\"\n"), []string{
+			`vipd.toml:22: instance "ingress": track "api": ca_file "ca.pem" must be an absolute path`,
+			`vipd.toml:23: instance "ingress": track "api": cert_file is set without key_file: set both or neither`,
+		}},
+		{"http: key_file without cert_file", secondTrack("name = \"api\"\ntype = \"http\"\nurl = \"https://127.0.0.1/\"\ncert_file = \"\"\nkey_file = \"/etc/vipd/client.key\"\n"), []string{
+			`vipd.toml:23: instance "ingress": track "api": key_file is set without cert_file: set both or neither`,
+		}},
+		{"http: insecure_skip_verify with ca_file", secondTrack("name = \"api\"\ntype = \"http\"\nurl = \"https://127.0.0.1/\"\nca_file = \"/etc/kubernetes/pki/ca.crt\"\ninsecure_skip_verify = true\n"), []string{
+			`vipd.toml:23: instance "ingress": track "api": insecure_skip_verify = true contradicts ca_file: the CA matters only when the certificate is verified`,
+		}},
+		{"http: TLS keys with an http URL", secondTrack("name = \"api\"\ntype = \"http\"\nurl = \"http://127.0.0.1/\"\nca_file = \"/ca.pem\"\ncert_file = \"/c.pem\"\ninsecure_skip_verify = true\n"), []string{
+			`vipd.toml:22: instance "ingress": track "api": key "ca_file" is for https URLs, and url is http`,
+			`vipd.toml:23: instance "ingress": track "api": key "cert_file" is for https URLs, and url is http`,
+			`vipd.toml:24: instance "ingress": track "api": key "insecure_skip_verify" is for https URLs, and url is http`,
+		}},
+		{"http: insecure_skip_verify as a string", secondTrack("name = \"api\"\ntype = \"http\"\nurl = \"https://127.0.0.1/\"\ninsecure_skip_verify = \"true\"\n"), []string{
+			`vipd.toml:22: instance "ingress": track "api": insecure_skip_verify must be true or false, not a string`,
+		}},
+
+		// exec trackers.
+		{"exec: command as a string", secondTrack("name = \"etcd\"\ntype = \"exec\"\ncommand = \"/usr/local/bin/check-etcd --quick\"\n"), []string{
+			`vipd.toml:21: instance "ingress": track "etcd": command must be an array of strings, the program and its arguments (it runs without a shell), such as ["/usr/local/bin/check-etcd", "--quick"]`,
+		}},
+		{"exec: empty command", secondTrack("name = \"etcd\"\ntype = \"exec\"\ncommand = []\n"), []string{
+			`vipd.toml:21: instance "ingress": track "etcd": command is empty: give the program and its arguments, such as ["/usr/local/bin/check", "--quick"]`,
+		}},
+		{"exec: relative program", secondTrack("name = \"etcd\"\ntype = \"exec\"\ncommand = [\"check-etcd\", \"--quick\"]\n"), []string{
+			`vipd.toml:21: instance "ingress": track "etcd": command: the program "check-etcd" must be an absolute path (there is no shell and no PATH search)`,
+		}},
+		{"exec: an argument that is not a string", secondTrack("name = \"etcd\"\ntype = \"exec\"\ncommand = [\"/usr/local/bin/check-etcd\", 3]\n"), []string{
+			`vipd.toml:21: instance "ingress": track "etcd": command: element 2 is an integer, not a string`,
+		}},
+
+		// file and interface trackers.
+		{"file: relative path", secondTrack("name = \"drain\"\ntype = \"file\"\npath = \"drain\"\n"), []string{
+			`vipd.toml:21: instance "ingress": track "drain": path "drain" must be an absolute path`,
+		}},
+		{"interface: bad name", secondTrack("name = \"uplink\"\ntype = \"interface\"\ninterface = \"eth/1\"\n"), []string{
+			`vipd.toml:21: instance "ingress": track "uplink": interface "eth/1" is not a valid interface name: Linux refuses '/', ':' and whitespace`,
+		}},
+
+		// Notify hooks.
+		{"notify: bad commands and timeout", base + "[instance.notify]\nmaster = \"/usr/local/bin/on-master\"\nbackup = [\"on-backup\"]\nfault = [\"\"]\nstop = [1]\ntimeout = \"0s\"\n", []string{
+			`vipd.toml:7: instance "k8s-api": notify.master must be an array of strings, the program and its arguments (it runs without a shell), such as ["/usr/local/bin/on-master"]`,
+			`vipd.toml:8: instance "k8s-api": notify.backup: the program "on-backup" must be an absolute path (there is no shell and no PATH search)`,
+			`vipd.toml:9: instance "k8s-api": notify.fault: the program "" must be an absolute path (there is no shell and no PATH search)`,
+			`vipd.toml:10: instance "k8s-api": notify.stop: element 1 is an integer, not a string`,
+			`vipd.toml:11: instance "k8s-api": notify.timeout "0s" must be more than 0s and at most 10m`,
+		}},
+		{"notify: timeout too long; unknown key", base + "[instance.notify]\ntimeout = \"10m1s\"\nmastr = [\"/x\"]\n", []string{
+			`vipd.toml:7: instance "k8s-api": notify.timeout "10m1s" must be more than 0s and at most 10m`,
+			`vipd.toml:8: instance "k8s-api": unknown key "notify.mastr" (did you mean "notify.master"?)`,
+		}},
+		{"notify: not a table", base + "notify = [\"/x\"]\n", []string{
+			`vipd.toml:6: instance "k8s-api": notify must be a table, not an array`,
+		}},
+		{"notify after the trackers of the second instance", secondTrack(drain + "[instance.notify]\nstop = [\"stop.sh\"]\n"), []string{
+			`vipd.toml:23: instance "ingress": notify.stop: the program "stop.sh" must be an absolute path (there is no shell and no PATH search)`,
 		}},
 
 		// Everything at once, sorted by line.

@@ -20,6 +20,9 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("a = \"\"\"\n[[x]]\n\"\"\"\nb = '''c'''''\n\"k.\\u0041\" = 1\n"))
 	f.Add([]byte("[a.b]\n[[a.c]]\n[[a.c.d]]\nx.y = 1\n[[a.c]]\n"))
 	f.Add([]byte("[[instance]\n"))
+	f.Add([]byte(secondTrack(drain + "timeout = \"1s\"\n[instance.notify]\nmaster = [\"x\"]\n")))
+	f.Add([]byte(base + "track = [{name = \"a\", type = \"http\", url = \"https://u:p@[::1/\", ok_status = [1]}, 2]\n"))
+	f.Add([]byte("[global]\nmetrics_listen = \"[fe80::1%eth0]:9650\"\nsocket_group = \"a$\"\n"))
 	f.Add([]byte("\xef\xbb\xbfa = 1979-05-27 07:32:00\r\n"))
 	if data, err := os.ReadFile(referencePath); err == nil {
 		f.Add(data)

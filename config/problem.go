@@ -42,17 +42,18 @@ func (e *Error) Error() string {
 // checker collects problems while a document is checked, and knows how to
 // place and name them.
 type checker struct {
-	file     string
-	pos      *positions
-	labels   []string // how each [[instance]] is named in messages
-	problems []Problem
+	file        string
+	pos         *positions
+	labels      []string   // how each [[instance]] is named in messages
+	trackLabels [][]string // how each [[instance.track]] is, per instance
+	problems    []Problem
 }
 
 // add records a problem about the key or table at path p. The message is
-// prefixed with the instance it concerns, if any.
+// prefixed with the instance (and tracker) it concerns, if any.
 func (c *checker) add(p, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	if owner, _ := c.owner(p); owner != "" {
+	if owner, _, _ := c.owner(p); owner != "" {
 		msg = owner + ": " + msg
 	}
 	c.problems = append(c.problems, Problem{File: c.file, Line: c.line(p), Message: msg})
@@ -66,19 +67,38 @@ func (c *checker) line(p string) int {
 }
 
 // owner splits a path into the part a reader knows the problem by (global,
-// instance "k8s-api") and the rest, for example garp.repeat.
-func (c *checker) owner(p string) (owner, rest string) {
-	if r, ok := strings.CutPrefix(p, "instance["); ok {
-		if end := strings.IndexByte(r, ']'); end > 0 {
-			if i, err := strconv.Atoi(r[:end]); err == nil && i >= 0 {
-				return c.label(i), strings.TrimPrefix(r[end+1:], ".")
-			}
+// instance "k8s-api", instance "k8s-api": track "apiserver") and the rest,
+// for example garp.repeat; depth is the number of names of the path the
+// owner stands for.
+func (c *checker) owner(p string) (owner, rest string, depth int) {
+	if i, r, ok := cutElem(p, "instance"); ok {
+		owner, rest, depth = c.label(i), strings.TrimPrefix(r, "."), 1
+		if j, r, ok := cutElem(rest, "track"); ok {
+			owner, rest, depth = owner+": "+c.trackLabel(i, j), strings.TrimPrefix(r, "."), 2
 		}
+		return owner, rest, depth
 	}
 	if r, ok := strings.CutPrefix(p, "global."); ok {
-		return "global", r
+		return "global", r, 1
 	}
-	return "", p
+	return "", p, 0
+}
+
+// cutElem splits name[i]rest off p.
+func cutElem(p, name string) (i int, rest string, ok bool) {
+	r, ok := strings.CutPrefix(p, name+"[")
+	if !ok {
+		return 0, "", false
+	}
+	end := strings.IndexByte(r, ']')
+	if end <= 0 {
+		return 0, "", false
+	}
+	i, err := strconv.Atoi(r[:end])
+	if err != nil || i < 0 {
+		return 0, "", false
+	}
+	return i, r[end+1:], true
 }
 
 // label names the i-th instance for messages.
@@ -89,9 +109,17 @@ func (c *checker) label(i int) string {
 	return fmt.Sprintf("instance #%d", i+1)
 }
 
+// trackLabel names the j-th tracker of the i-th instance for messages.
+func (c *checker) trackLabel(i, j int) string {
+	if i < len(c.trackLabels) && j < len(c.trackLabels[i]) {
+		return c.trackLabels[i][j]
+	}
+	return fmt.Sprintf("track #%d", j+1)
+}
+
 // rel names the key at path p as the reader sees it inside its owner.
 func (c *checker) rel(p string) string {
-	_, rest := c.owner(p)
+	_, rest, _ := c.owner(p)
 	return rest
 }
 

@@ -12,7 +12,7 @@ import (
 
 // The raw types mirror the file. Their toml tags are the schema: unknown-key
 // detection, "did you mean" hints and the table-shape check all read them by
-// reflection, so a new key or sub-table (say [[instance.track]] as a
+// reflection, so a new key or sub-table (as [[instance.track]] is, a
 // []rawTrack field) needs no change there.
 
 type rawConfig struct {
@@ -21,10 +21,13 @@ type rawConfig struct {
 }
 
 type rawGlobal struct {
-	NodeName  field `toml:"node_name"`
-	Socket    field `toml:"socket"`
-	LogFormat field `toml:"log_format"`
-	LogLevel  field `toml:"log_level"`
+	NodeName      field `toml:"node_name"`
+	Socket        field `toml:"socket"`
+	LogFormat     field `toml:"log_format"`
+	LogLevel      field `toml:"log_level"`
+	StateDir      field `toml:"state_dir"`
+	SocketGroup   field `toml:"socket_group"`
+	MetricsListen field `toml:"metrics_listen"`
 }
 
 type rawInstance struct {
@@ -39,12 +42,47 @@ type rawInstance struct {
 	UnicastPeers   field   `toml:"unicast_peers"`
 	UnicastSource  field   `toml:"unicast_source"`
 	GARP           rawGARP `toml:"garp"`
+
+	SplitBrainRecovery field      `toml:"split_brain_recovery"`
+	Track              []rawTrack `toml:"track"`
+	Notify             rawNotify  `toml:"notify"`
 }
 
 type rawGARP struct {
 	Repeat   field `toml:"repeat"`
 	Interval field `toml:"interval"`
 	Refresh  field `toml:"refresh"`
+}
+
+type rawTrack struct {
+	Name     field `toml:"name"`
+	Type     field `toml:"type"`
+	Weight   field `toml:"weight"`
+	Fall     field `toml:"fall"`
+	Rise     field `toml:"rise"`
+	Interval field `toml:"interval"`
+	Timeout  field `toml:"timeout"`
+
+	URL                field `toml:"url"`
+	OKStatus           field `toml:"ok_status"`
+	CAFile             field `toml:"ca_file"`
+	CertFile           field `toml:"cert_file"`
+	KeyFile            field `toml:"key_file"`
+	InsecureSkipVerify field `toml:"insecure_skip_verify"`
+
+	Command field `toml:"command"`
+
+	Path field `toml:"path"`
+
+	Interface field `toml:"interface"`
+}
+
+type rawNotify struct {
+	Master  field `toml:"master"`
+	Backup  field `toml:"backup"`
+	Fault   field `toml:"fault"`
+	Stop    field `toml:"stop"`
+	Timeout field `toml:"timeout"`
 }
 
 // field keeps one key's value as the decoder produced it (string, int64,

@@ -7,7 +7,9 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -27,15 +29,34 @@ func readReference(t *testing.T) string {
 // TestReferenceConfig: the file parses, and every value it sets is the
 // default it claims, so a changed default cannot go unnoticed.
 func TestReferenceConfig(t *testing.T) {
-	got := mustParse(t, readReference(t))
+	src := readReference(t)
+	got := mustParse(t, src)
+	in := defaults("k8s-api", "eth0", 51, "192.0.2.10/32")
+	// The tracker shows the values recommended for an API server: defaults
+	// but for ok_status ([200]) and insecure_skip_verify (false).
+	in.Tracks = []Track{{
+		Name: "apiserver", Type: "http", Weight: -50, Fall: 3, Rise: 2, Interval: 2 * time.Second, Timeout: time.Second,
+		URL: "https://127.0.0.1:6443/readyz", OKStatus: []int{200, 401}, InsecureSkipVerify: true,
+		Line: lineOf(t, src, "[[instance.track]]"),
+	}}
 	want := &Config{
 		Path:      "vipd.toml",
-		Global:    Global{NodeName: testHost, Socket: DefaultSocket, LogFormat: "text", LogLevel: slog.LevelInfo},
-		Instances: []Instance{defaults("k8s-api", "eth0", 51, "192.0.2.10/32")},
+		Global:    Global{NodeName: testHost, Socket: DefaultSocket, LogFormat: "text", LogLevel: slog.LevelInfo, StateDir: DefaultStateDir},
+		Instances: []Instance{in},
 	}
 	if diff := cmp.Diff(want, got, cmpOpts); diff != "" {
 		t.Errorf("reference config mismatch (-want +got):\n%s", diff)
 	}
+}
+
+// lineOf returns the line of the first line of src that is exactly text.
+func lineOf(t *testing.T, src, text string) int {
+	t.Helper()
+	i := slices.Index(strings.Split(src, "\n"), text)
+	if i < 0 {
+		t.Fatalf("%s has no line %q", referencePath, text)
+	}
+	return i + 1
 }
 
 // uncommentExamples turns each commented-out example, "# key = value" or a
@@ -61,6 +82,36 @@ func TestReferenceExamples(t *testing.T) {
 	}
 	if in.UnicastSource != netip.MustParseAddr("192.0.2.1") {
 		t.Errorf("UnicastSource = %v", in.UnicastSource)
+	}
+	if got.Global.SocketGroup != "vipd" || got.Global.MetricsListen != "127.0.0.1:9650" {
+		t.Errorf("global examples not used: socket_group %q, metrics_listen %q", got.Global.SocketGroup, got.Global.MetricsListen)
+	}
+
+	// The trackers: the API server's, then the commented drain switch, exec
+	// and interface examples, each with its type's default weight.
+	var types []string
+	for _, tr := range in.Tracks {
+		types = append(types, tr.Type)
+	}
+	if want := []string{"http", "file", "exec", "interface"}; !slices.Equal(types, want) {
+		t.Fatalf("tracker types %v, want %v", types, want)
+	}
+	if drain := in.Tracks[1]; drain.Name != "drain" || drain.Path != "/etc/vipd/drain" || drain.Weight != 0 {
+		t.Errorf("drain tracker = %+v, want path /etc/vipd/drain and weight 0 (Fault)", drain)
+	}
+	if exec := in.Tracks[2]; exec.Weight != -50 || len(exec.Command) == 0 || exec.Timeout >= exec.Interval {
+		t.Errorf("exec tracker = %+v", exec)
+	}
+	if in.Tracks[3].Interface != "eth1" {
+		t.Errorf("interface tracker = %+v", in.Tracks[3])
+	}
+	if len(in.Notify.Master) == 0 || len(in.Notify.Backup) == 0 || len(in.Notify.Fault) == 0 || in.Notify.Timeout != 10*time.Second {
+		t.Errorf("notify example not used: %+v", in.Notify)
+	}
+
+	// The second instance is the plain example, with no trackers or hooks.
+	if second := got.Instances[1]; len(second.Tracks) != 0 || len(second.Notify.Master) != 0 {
+		t.Errorf("second instance picked up the first's examples: %+v", second)
 	}
 }
 

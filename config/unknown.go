@@ -31,10 +31,8 @@ func (c *checker) unknownKeys(undecoded []toml.Key) {
 		reported[e.path] = true
 
 		// Name the key as the reader sees it inside its owner.
-		skip := 0
-		if owner, _ := c.owner(e.path); owner != "" && at > 0 {
-			skip = 1
-		}
+		_, _, depth := c.owner(e.path)
+		skip := min(depth, at)
 		msg := fmt.Sprintf("unknown key %q", e.key[skip:].String())
 		if s, ok := suggest(e.key[at], t); ok {
 			fixed := slices.Clone(e.key)

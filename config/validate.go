@@ -35,32 +35,48 @@ const (
 	minGARPRefresh      = time.Second
 )
 
-// instanceLabels names each [[instance]] for messages: by its name when that
-// is valid, else by its place in the file, counted from 1.
-func instanceLabels(doc map[string]any) []string {
-	var elems []any
-	switch v := doc["instance"].(type) {
-	case []map[string]any:
-		for _, m := range v {
-			elems = append(elems, m)
-		}
-	case []any:
-		elems = v
-	}
-	labels := make([]string, len(elems))
-	for i, e := range elems {
+// instanceLabels names each [[instance]] for messages, and each of its
+// [[instance.track]] tables: by its name when that is valid, else by its
+// place, counted from 1.
+func instanceLabels(doc map[string]any) (labels []string, tracks [][]string) {
+	instances := tablesOf(doc["instance"])
+	labels = make([]string, len(instances))
+	tracks = make([][]string, len(instances))
+	for i, m := range instances {
 		labels[i] = fmt.Sprintf("instance #%d", i+1)
-		if m, ok := e.(map[string]any); ok {
-			if name, ok := m["name"].(string); ok && nameProblem(name) == "" {
-				labels[i] = fmt.Sprintf("instance %q", name)
+		if name, ok := m["name"].(string); ok && nameProblem(name) == "" {
+			labels[i] = fmt.Sprintf("instance %q", name)
+		}
+		ts := tablesOf(m["track"])
+		tracks[i] = make([]string, len(ts))
+		for j, t := range ts {
+			tracks[i][j] = fmt.Sprintf("track #%d", j+1)
+			if name, ok := t["name"].(string); ok && nameProblem(name) == "" {
+				tracks[i][j] = fmt.Sprintf("track %q", name)
 			}
 		}
 	}
-	return labels
+	return labels, tracks
+}
+
+// tablesOf returns the elements of an array of tables in a generic decode;
+// an element that is not a table is nil, which keeps the numbering.
+func tablesOf(v any) []map[string]any {
+	switch v := v.(type) {
+	case []map[string]any:
+		return v
+	case []any:
+		ms := make([]map[string]any, len(v))
+		for i, e := range v {
+			ms[i], _ = e.(map[string]any)
+		}
+		return ms
+	}
+	return nil
 }
 
 func (c *checker) global(r *rawGlobal, hostname func() (string, error)) Global {
-	g := Global{Socket: DefaultSocket, LogFormat: "text", LogLevel: slog.LevelInfo}
+	g := Global{Socket: DefaultSocket, LogFormat: "text", LogLevel: slog.LevelInfo, StateDir: DefaultStateDir}
 	key := func(name string) string { return keyPath("global", name) }
 
 	if s, ok := c.str(r.NodeName, key("node_name")); ok {
@@ -114,15 +130,43 @@ func (c *checker) global(r *rawGlobal, hostname func() (string, error)) Global {
 			c.add(key("log_level"), "log_level %q is not one of debug, info, warn, error", s)
 		}
 	}
+
+	if s, ok := c.str(r.StateDir, key("state_dir")); ok {
+		if s == "" {
+			c.add(key("state_dir"), "state_dir is empty: leave it out to use %s", DefaultStateDir)
+		} else if msg := absPathProblem(s); msg != "" {
+			c.add(key("state_dir"), "state_dir %s", msg)
+		} else {
+			g.StateDir = path.Clean(s)
+		}
+	}
+
+	if s, ok := c.str(r.SocketGroup, key("socket_group")); ok {
+		if msg := groupProblem(s); msg != "" {
+			c.add(key("socket_group"), "%s", msg)
+		} else {
+			g.SocketGroup = s
+		}
+	}
+
+	if s, ok := c.str(r.MetricsListen, key("metrics_listen")); ok && s != "" {
+		if msg := listenProblem(s); msg != "" {
+			c.add(key("metrics_listen"), "%s", msg)
+		} else {
+			g.MetricsListen = s
+		}
+	}
 	return g
 }
 
 func (c *checker) instance(i int, r *rawInstance) Instance {
 	in := Instance{
-		Priority:       defaultPriority,
-		AdvertInterval: defaultAdvertInterval,
-		Preempt:        true,
-		GARP:           GARP{Repeat: defaultGARPRepeat, Interval: defaultGARPInterval},
+		Priority:           defaultPriority,
+		AdvertInterval:     defaultAdvertInterval,
+		Preempt:            true,
+		GARP:               GARP{Repeat: defaultGARPRepeat, Interval: defaultGARPInterval},
+		Notify:             Notify{Timeout: defaultNotifyTimeout},
+		SplitBrainRecovery: true,
 	}
 	at := elemPath("instance", i)
 	key := func(name string) string { return keyPath(at, name) }
@@ -240,6 +284,12 @@ func (c *checker) instance(i int, r *rawInstance) Instance {
 			in.GARP.Refresh = d
 		}
 	}
+
+	if b, ok := c.boolean(r.SplitBrainRecovery, key("split_brain_recovery")); ok {
+		in.SplitBrainRecovery = b
+	}
+	in.Tracks = c.tracks(key("track"), r.Track)
+	in.Notify = c.notify(key("notify"), &r.Notify)
 	return in
 }
 
