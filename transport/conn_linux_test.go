@@ -1,0 +1,133 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/vipd/vipd/lab"
+	"github.com/vipd/vipd/vrrp"
+)
+
+func newLab(t *testing.T, nodes int) *lab.Lab {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: needs root to create network namespaces and raw sockets (run as root, e.g. sudo go test)")
+	}
+	l, err := lab.New(context.Background(), slog.New(slog.DiscardHandler), lab.Options{Nodes: nodes})
+	if err != nil {
+		t.Fatalf("lab: %v", err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// listenOn opens a Conn on eth0 of node i.
+func listenOn(t *testing.T, l *lab.Lab, i int, unicast bool) Conn {
+	t.Helper()
+	var c Conn
+	err := lab.RunInNetns(l.NodeNetns(i), func() error {
+		ifi, err := net.InterfaceByName("eth0")
+		if err != nil {
+			return err
+		}
+		c, err = Listen(ifi, Options{Source: l.NodeAddr(i), Unicast: unicast})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("Listen on n%d: %v", i, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func readOne(t *testing.T, c Conn) ([]byte, PacketInfo, error) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	b := make([]byte, 1500)
+	n, info, err := c.ReadFrom(b)
+	return b[:n], info, err
+}
+
+func encode(t *testing.T, src, dst netip.Addr) []byte {
+	adv := vrrp.Advertisement{VRID: 51, Priority: 100, Interval: time.Second, Addresses: []netip.Addr{lab.DefaultVIP().Addr()}}
+	b, err := adv.Append(nil, src, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestMulticast(t *testing.T) {
+	l := newLab(t, 2)
+	a, b := listenOn(t, l, 1, false), listenOn(t, l, 2, false)
+	pkt := encode(t, l.NodeAddr(1), vrrp.GroupIPv4)
+	if err := a.WriteTo(pkt, vrrp.GroupIPv4); err != nil {
+		t.Fatal(err)
+	}
+	got, info, err := readOne(t, b)
+	if err != nil {
+		t.Fatalf("n2 read: %v", err)
+	}
+	if string(got) != string(pkt) {
+		t.Errorf("payload %x, want %x", got, pkt)
+	}
+	want := PacketInfo{Src: l.NodeAddr(1), Dst: vrrp.GroupIPv4, TTL: 255, IfIndex: info.IfIndex}
+	if info != want || info.IfIndex == 0 {
+		t.Errorf("info %+v, want %+v", info, want)
+	}
+	var adv vrrp.Advertisement
+	if err := adv.Decode(got, info.Src, info.Dst); err != nil {
+		t.Errorf("received advert does not decode: %v", err)
+	}
+	// No loopback of our own packets.
+	if _, _, err := readOne(t, a); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("sender read its own advert back: %v", err)
+	}
+}
+
+func TestUnicast(t *testing.T) {
+	l := newLab(t, 2)
+	a, b := listenOn(t, l, 1, true), listenOn(t, l, 2, true)
+	dst := l.NodeAddr(2)
+	pkt := encode(t, l.NodeAddr(1), dst)
+	if err := a.WriteTo(pkt, dst); err != nil {
+		t.Fatal(err)
+	}
+	got, info, err := readOne(t, b)
+	if err != nil {
+		t.Fatalf("n2 read: %v", err)
+	}
+	if info.Src != l.NodeAddr(1) || info.Dst != dst || info.TTL != 255 {
+		t.Errorf("info %+v", info)
+	}
+	var adv vrrp.Advertisement
+	if err := adv.Decode(got, info.Src, info.Dst); err != nil {
+		t.Errorf("unicast advert does not decode: %v", err)
+	}
+}
+
+func TestReadDeadlineUnblocks(t *testing.T) {
+	l := newLab(t, 1)
+	c := listenOn(t, l, 1, false)
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := c.ReadFrom(make([]byte, 1500))
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	c.SetReadDeadline(time.Unix(1, 0))
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("read ended with %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a past deadline did not unblock ReadFrom")
+	}
+}
