@@ -1,0 +1,216 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/vipd/vipd/config"
+	"github.com/vipd/vipd/control"
+	"github.com/vipd/vipd/vrrp"
+)
+
+// The daemon answers the control socket.
+var _ control.Handler = (*Daemon)(nil)
+
+// StatusReport is the control socket's view of every instance.
+func (d *Daemon) StatusReport() []control.InstanceStatus {
+	sts := d.Snapshot()
+	out := make([]control.InstanceStatus, 0, len(sts))
+	for _, st := range sts {
+		cs := control.InstanceStatus{
+			Name:         st.Name,
+			Interface:    st.Interface,
+			VRID:         st.VRID,
+			LocalAddress: st.Primary,
+			State:        control.State(st.State.String()),
+			Since:        st.Since,
+			Priority: control.Priority{
+				Base:      int(st.Base),
+				Effective: int(st.Priority),
+				Parts:     []control.PriorityPart{},
+			},
+			Drained:     st.Drained,
+			DrainNote:   st.DrainNote,
+			VIPs:        st.VIPs,
+			VIPsHeld:    st.Held,
+			Transitions: st.Transitions,
+			Trackers:    []control.Tracker{},
+			Counters: control.Counters{
+				AdvertsSent:     st.Sent,
+				AdvertsReceived: st.Received,
+				GARPSent:        st.GARPSent,
+				Drops:           st.Drops,
+			},
+			Warnings: st.Warnings,
+		}
+		if st.Drained {
+			cs.Priority.Parts = append(cs.Priority.Parts, control.PriorityPart{
+				Tracker: "drain", Contribution: int(st.Priority) - int(st.Base), Detail: "drained by operator",
+			})
+		}
+		for _, t := range st.Trackers {
+			cs.Trackers = append(cs.Trackers, control.Tracker{
+				Name: t.Name, Type: t.Type, Healthy: t.Healthy, Detail: t.Detail, Cause: t.Cause, Since: t.Since,
+				Weight: t.Weight, LastCheck: t.LastCheck, LastDuration: control.Duration(t.LastDuration),
+				Checks: t.Checks, Failures: t.Failures,
+			})
+			if t.Contribution != 0 || !t.Healthy {
+				cs.Priority.Parts = append(cs.Priority.Parts, control.PriorityPart{
+					Tracker: t.Name, Healthy: t.Healthy, Contribution: t.Contribution, Detail: t.Detail,
+				})
+			}
+		}
+		switch {
+		case st.State == vrrp.StateMaster:
+			cs.Master = control.Master{Address: st.Primary, Priority: int(st.Priority), AdvertInterval: control.Duration(st.AdvertInterval), LastSeen: st.LastSent}
+		case st.Master.Addr.IsValid():
+			cs.Master = control.Master{Address: st.Master.Addr, Priority: int(st.Master.Priority), AdvertInterval: control.Duration(st.Master.Interval), LastSeen: st.Master.At}
+		}
+		if st.LastChange.To != 0 {
+			tr := toControl("", st.LastChange)
+			cs.LastTransition = &tr
+		}
+		out = append(out, cs)
+	}
+	return out
+}
+
+func toControl(instance string, tr vrrp.Transition) control.Transition {
+	return control.Transition{
+		At: tr.At, Instance: instance,
+		From: control.State(tr.From.String()), To: control.State(tr.To.String()),
+		Reason: tr.Reason.String(), Cause: tr.Cause,
+	}
+}
+
+// Status implements control.Handler.
+func (d *Daemon) Status(context.Context) ([]control.InstanceStatus, error) {
+	return d.StatusReport(), nil
+}
+
+// History implements control.Handler.
+func (d *Daemon) History(context.Context) ([]control.Transition, error) {
+	h := d.transitions()
+	out := make([]control.Transition, 0, len(h))
+	for _, t := range h {
+		out = append(out, toControl(t.Instance, t.Transition))
+	}
+	return out, nil
+}
+
+// Drain implements control.Handler: the named instance (or all) gives its
+// address away gracefully and keeps it away until Undrain.
+func (d *Daemon) Drain(ctx context.Context, req control.DrainRequest) (control.DrainResult, error) {
+	rs, err := d.find(req.Instance)
+	if err != nil {
+		return control.DrainResult{}, err
+	}
+	note := req.Note
+	if req.By != "" {
+		if note != "" {
+			note += " "
+		}
+		note += "(by " + req.By + ")"
+	}
+	res := control.DrainResult{Instances: []control.DrainedInstance{}}
+	var warnings []string
+	for _, r := range rs {
+		var at time.Time
+		var derr error
+		wasMaster := r.in.status().State == vrrp.StateMaster
+		if err := r.in.do(ctx, func() { at, derr = r.in.drain(note) }); err != nil {
+			return res, fmt.Errorf("instance %q: %w", r.in.id.name, err)
+		}
+		if derr != nil {
+			return res, fmt.Errorf("instance %q: %w", r.in.id.name, derr)
+		}
+		di := control.DrainedInstance{Name: r.in.id.name}
+		switch {
+		case !wasMaster:
+			di.Message = "drained; it did not hold the address"
+		case req.Wait:
+			timeout := time.Duration(req.Timeout)
+			if timeout <= 0 {
+				timeout = control.DefaultDrainTimeout
+			}
+			wctx, cancel := context.WithTimeout(ctx, timeout)
+			taken, by, _ := r.in.waitTakeover(wctx, at)
+			cancel()
+			if taken {
+				di.TakenOverBy = by.Addr
+				di.Message = fmt.Sprintf("%v took over (priority %d)", by.Addr, by.Priority)
+			} else {
+				w := fmt.Sprintf("no other host took over %s within %v", r.in.id.name, timeout)
+				if r.in.status().State == vrrp.StateMaster {
+					w += ": this host holds the address again, because an address with no owner is worse"
+				}
+				warnings = append(warnings, w)
+				di.Message = w
+			}
+		default:
+			di.Message = "drained: priority 0 sent, a peer takes over within its Skew_Time"
+		}
+		di.State = control.State(r.in.status().State.String())
+		res.Instances = append(res.Instances, di)
+	}
+	res.Warning = joinWarnings(warnings)
+	return res, nil
+}
+
+func joinWarnings(ws []string) string {
+	out := ""
+	for i, w := range ws {
+		if i > 0 {
+			out += "; "
+		}
+		out += w
+	}
+	return out
+}
+
+// Undrain implements control.Handler. The instance returns to its
+// configured priority; with equal priorities the address stays where it is.
+func (d *Daemon) Undrain(ctx context.Context, instance string) (control.DrainResult, error) {
+	rs, err := d.find(instance)
+	if err != nil {
+		return control.DrainResult{}, err
+	}
+	res := control.DrainResult{Instances: []control.DrainedInstance{}}
+	for _, r := range rs {
+		var uerr error
+		if err := r.in.do(ctx, func() { uerr = r.in.undrain() }); err != nil {
+			return res, fmt.Errorf("instance %q: %w", r.in.id.name, err)
+		}
+		if uerr != nil {
+			return res, fmt.Errorf("instance %q: %w", r.in.id.name, uerr)
+		}
+		res.Instances = append(res.Instances, control.DrainedInstance{
+			Name: r.in.id.name, State: control.State(r.in.status().State.String()),
+			Message: "undrained: back at the configured priority",
+		})
+	}
+	return res, nil
+}
+
+// Reload implements control.Handler.
+func (d *Daemon) Reload(ctx context.Context) (control.ReloadResult, error) {
+	changes, err := d.ReloadConfig(ctx)
+	res := control.ReloadResult{Problems: []string{}, Changes: changes}
+	if res.Changes == nil {
+		res.Changes = []string{}
+	}
+	if err != nil {
+		var cerr *config.Error
+		if errors.As(err, &cerr) {
+			for _, p := range cerr.Problems {
+				res.Problems = append(res.Problems, p.String())
+			}
+			return res, errors.New("configuration refused; the running one is kept")
+		}
+		return res, err
+	}
+	res.OK = true
+	return res, nil
+}

@@ -1,0 +1,266 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/vipd/vipd/config"
+	"github.com/vipd/vipd/netif"
+	"github.com/vipd/vipd/vrrp"
+)
+
+// historySize is how many transitions `vipd history` keeps.
+const historySize = 256
+
+// Options are the daemon's hooks into the rest of the program; all optional.
+type Options struct {
+	// OnTransition is called after every state change, on the instance's
+	// goroutine: it must not block (metrics, sd_notify status).
+	OnTransition func(instance string, tr vrrp.Transition)
+	// OnConflict is called when a Master sees another MAC claim its VIP.
+	OnConflict func(instance string)
+	// OnTrackerCheck is called after every health check.
+	OnTrackerCheck func(instance, tracker string, d time.Duration, ok bool)
+	// Load reads and validates the configuration for a reload; nil means
+	// config.Load of the path the daemon was started with.
+	Load func(path string) (*config.Config, error)
+}
+
+// Daemon runs every instance of one configuration.
+type Daemon struct {
+	log  *slog.Logger
+	env  Env
+	opts Options
+
+	mu        sync.Mutex // guards cfg, instances, history
+	cfg       *config.Config
+	instances []*running
+	history   []Transition // a ring: oldest first once full
+	histNext  int
+
+	// group owns the instances' goroutines for Run.
+	wg      sync.WaitGroup
+	runCtx  context.Context
+	errOnce sync.Once
+	fatal   chan error
+}
+
+// running is an instance and its goroutine.
+type running struct {
+	in     *instance
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error // set before done is closed
+}
+
+// Transition is one entry of the history.
+type Transition struct {
+	Instance string
+	vrrp.Transition
+}
+
+// New prepares the instances of cfg; Run starts them.
+func New(cfg *config.Config, log *slog.Logger, env Env, opts Options) (*Daemon, error) {
+	if env.Now == nil {
+		env.Now = time.Now
+	}
+	if env.Links == nil || env.ListenVRRP == nil || env.DialARP == nil {
+		return nil, errors.New("daemon: incomplete environment")
+	}
+	if opts.Load == nil {
+		opts.Load = config.Load
+	}
+	d := &Daemon{log: log, env: env, cfg: cfg, opts: opts, fatal: make(chan error, 1)}
+	for _, ic := range cfg.Instances {
+		d.instances = append(d.instances, &running{in: d.newInstance(ic, cfg)})
+	}
+	return d, nil
+}
+
+func (d *Daemon) newInstance(ic config.Instance, cfg *config.Config) *instance {
+	return newInstance(ic, siblingVRIDs(cfg, ic), cfg.Global.StateDir, d.log, d.env, d.hooks())
+}
+
+func siblingVRIDs(cfg *config.Config, ic config.Instance) []uint8 {
+	var siblings []uint8
+	for _, other := range cfg.Instances {
+		if other.Name != ic.Name && other.Interface == ic.Interface {
+			siblings = append(siblings, other.VRID)
+		}
+	}
+	return siblings
+}
+
+// hooks are what instances report to the daemon.
+func (d *Daemon) hooks() instanceHooks {
+	return instanceHooks{
+		transition: func(name string, tr vrrp.Transition) {
+			d.record(name, tr)
+			if d.opts.OnTransition != nil {
+				d.opts.OnTransition(name, tr)
+			}
+		},
+		conflict: func(name string) {
+			if d.opts.OnConflict != nil {
+				d.opts.OnConflict(name)
+			}
+		},
+		trackerCheck: d.opts.OnTrackerCheck,
+	}
+}
+
+func (d *Daemon) record(name string, tr vrrp.Transition) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t := Transition{Instance: name, Transition: tr}
+	if len(d.history) < historySize {
+		d.history = append(d.history, t)
+		return
+	}
+	d.history[d.histNext] = t
+	d.histNext = (d.histNext + 1) % historySize
+}
+
+// transitions returns the last transitions of every instance, oldest first.
+func (d *Daemon) transitions() []Transition {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]Transition, 0, len(d.history))
+	out = append(out, d.history[d.histNext:]...)
+	return append(out, d.history[:d.histNext]...)
+}
+
+// Run runs until ctx ends, then stops every instance gracefully: a Master
+// sends priority 0 and releases its addresses. It returns nil after a clean
+// stop, or the first fatal error of an instance.
+func (d *Daemon) Run(ctx context.Context) error {
+	// The link watcher outlives the instances' graceful stop.
+	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWatch()
+	events := make(chan netif.Event, 64)
+	watchDone := make(chan error, 1)
+	go func() {
+		defer close(events)
+		err := d.env.Links.Watch(watchCtx, events)
+		if err != nil && watchCtx.Err() == nil {
+			err = fmt.Errorf("watching links: %w", err)
+		} else {
+			err = nil
+		}
+		watchDone <- err
+	}()
+	fanDone := make(chan struct{})
+	go func() {
+		defer close(fanDone)
+		for ev := range events {
+			for _, r := range d.snapshot() {
+				if ev.Link == r.in.id.ifname || ev.Link == "" {
+					r.in.linkEvent(ev)
+				}
+			}
+		}
+	}()
+
+	runCtx, stopAll := context.WithCancel(ctx)
+	defer stopAll()
+	d.mu.Lock()
+	d.runCtx = runCtx
+	for _, r := range d.instances {
+		d.startLocked(r)
+	}
+	d.mu.Unlock()
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-d.fatal:
+	}
+	stopAll()
+	d.wg.Wait()
+	stopWatch()
+	<-fanDone
+	if werr := <-watchDone; err == nil {
+		err = werr
+	}
+	return err
+}
+
+// startLocked starts r's goroutine; d.mu must be held.
+func (d *Daemon) startLocked(r *running) {
+	ctx, cancel := context.WithCancel(d.runCtx)
+	r.cancel, r.done = cancel, make(chan struct{})
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		r.err = r.in.run(ctx)
+		close(r.done)
+		if r.err != nil {
+			d.log.Error("instance stopped", "instance", r.in.id.name, "error", r.err)
+			select {
+			case d.fatal <- fmt.Errorf("instance %q: %w", r.in.id.name, r.err):
+			default:
+			}
+		}
+	}()
+}
+
+func (d *Daemon) snapshot() []*running {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.instances)
+}
+
+// Ready is closed once every instance has joined its group (or stopped).
+func (d *Daemon) Ready() <-chan struct{} {
+	ch := make(chan struct{})
+	rs := d.snapshot()
+	go func() {
+		defer close(ch)
+		for _, r := range rs {
+			<-r.in.ready
+		}
+	}()
+	return ch
+}
+
+// Snapshot returns the state of every instance.
+func (d *Daemon) Snapshot() []Status {
+	rs := d.snapshot()
+	st := make([]Status, 0, len(rs))
+	for _, r := range rs {
+		st = append(st, r.in.status())
+	}
+	return st
+}
+
+// Alive asks every instance's election loop to answer within timeout: the
+// watchdog pings systemd only when all do, so a stuck loop gets the daemon
+// restarted.
+func (d *Daemon) Alive(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for _, r := range d.snapshot() {
+		if err := r.in.do(ctx, func() {}); err != nil {
+			return fmt.Errorf("instance %q does not answer: %w", r.in.id.name, err)
+		}
+	}
+	return nil
+}
+
+func (d *Daemon) find(name string) ([]*running, error) {
+	rs := d.snapshot()
+	if name == "" {
+		return rs, nil
+	}
+	for _, r := range rs {
+		if r.in.id.name == name {
+			return []*running{r}, nil
+		}
+	}
+	return nil, fmt.Errorf("no instance %q", name)
+}

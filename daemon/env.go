@@ -1,0 +1,52 @@
+package daemon
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/vipd/vipd/arp"
+	"github.com/vipd/vipd/netif"
+	"github.com/vipd/vipd/transport"
+)
+
+// Links adds and removes addresses and reports link changes; *netif.Manager
+// implements it.
+type Links interface {
+	Link(name string) (netif.LinkInfo, error)
+	PrimaryIPv4(ifname string, exclude []netip.Prefix) (netip.Addr, error)
+	AddVIP(ifname string, vip netip.Prefix, label string) error
+	RemoveVIP(ifname string, vip netip.Prefix) error
+	Watch(ctx context.Context, events chan<- netif.Event) error
+}
+
+// Announcer sends gratuitous ARP for an address; *arp.Announcer implements it.
+type Announcer interface {
+	Announce(vip netip.Addr) error
+	Close() error
+}
+
+// ARPMonitor reports ARP packets from other hosts; *arp.Monitor implements it.
+type ARPMonitor interface {
+	Run(ctx context.Context, onClaim func(arp.Claim)) error
+	Close() error
+}
+
+// Env is the daemon's view of the operating system.
+type Env struct {
+	Links Links
+	// ListenVRRP opens the VRRP socket of an interface.
+	ListenVRRP func(ifi *net.Interface, opts transport.Options) (transport.Conn, error)
+	// DialARP opens the gratuitous ARP sender of an interface.
+	DialARP func(ifi *net.Interface) (Announcer, error)
+	// ListenARP opens the monitor that spots another host claiming a VIP;
+	// nil turns the check off.
+	ListenARP func(ifi *net.Interface) (ARPMonitor, error)
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+type clock struct{ now func() time.Time }
+
+func (c clock) Now() time.Time { return c.now() }

@@ -1,0 +1,264 @@
+package daemon
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/vipd/vipd/arp"
+	"github.com/vipd/vipd/netif"
+	"github.com/vipd/vipd/transport"
+)
+
+// fakeLAN connects fake VRRP sockets: what one writes, the others on the
+// same LAN read, as a switch would deliver it.
+type fakeLAN struct {
+	mu    sync.Mutex
+	conns []*fakeConn
+}
+
+type fakePacket struct {
+	b    []byte
+	info transport.PacketInfo
+}
+
+type fakeConn struct {
+	lan      *fakeLAN
+	src      netip.Addr
+	in       chan fakePacket
+	mu       sync.Mutex
+	deadline chan struct{} // closed when a past deadline is set
+	closed   chan struct{}
+	cut      *bool // the host's link is down: nothing in or out
+}
+
+func (l *fakeLAN) listen(src netip.Addr, cut *bool) *fakeConn {
+	c := &fakeConn{lan: l, src: src, in: make(chan fakePacket, 1024), deadline: make(chan struct{}), closed: make(chan struct{}), cut: cut}
+	l.mu.Lock()
+	l.conns = append(l.conns, c)
+	l.mu.Unlock()
+	return c
+}
+
+// inject delivers a packet to every open conn, as if from src.
+func (l *fakeLAN) inject(b []byte, src, dst netip.Addr, ttl int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.conns {
+		if c.src == src || *c.cut {
+			continue
+		}
+		select {
+		case c.in <- fakePacket{b: slices.Clone(b), info: transport.PacketInfo{Src: src, Dst: dst, TTL: ttl, IfIndex: 2}}:
+		default: // a full socket buffer drops, as the kernel does
+		}
+	}
+}
+
+func (c *fakeConn) ReadFrom(b []byte) (int, transport.PacketInfo, error) {
+	c.mu.Lock()
+	dl := c.deadline
+	c.mu.Unlock()
+	select {
+	case p := <-c.in:
+		return copy(b, p.b), p.info, nil
+	case <-dl:
+		return 0, transport.PacketInfo{}, os.ErrDeadlineExceeded
+	case <-c.closed:
+		return 0, transport.PacketInfo{}, net.ErrClosed
+	}
+}
+
+func (c *fakeConn) WriteTo(b []byte, dst netip.Addr) error {
+	if *c.cut {
+		return nil
+	}
+	c.lan.inject(b, c.src, dst, 255)
+	return nil
+}
+
+func (c *fakeConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !t.IsZero() && !t.After(time.Now()) {
+		select {
+		case <-c.deadline:
+		default:
+			close(c.deadline)
+		}
+	} else {
+		c.deadline = make(chan struct{})
+	}
+	return nil
+}
+
+func (c *fakeConn) Close() error {
+	c.lan.mu.Lock()
+	c.lan.conns = slices.DeleteFunc(c.lan.conns, func(x *fakeConn) bool { return x == c })
+	c.lan.mu.Unlock()
+	select {
+	case <-c.closed:
+	default:
+		close(c.closed)
+	}
+	return nil
+}
+
+// fakeHost is one host: its links, addresses and ARP announcements.
+type fakeHost struct {
+	mu       sync.Mutex
+	ifname   string
+	exists   bool
+	up       bool
+	cut      bool
+	addr     netip.Addr
+	vips     map[netip.Prefix]bool
+	announce map[netip.Addr]int
+	events   chan netif.Event
+	lan      *fakeLAN
+	claims   chan arp.Claim // ARP packets of other hosts, as the monitor would see them
+}
+
+type fakeMonitor struct{ claims chan arp.Claim }
+
+func (m fakeMonitor) Run(ctx context.Context, onClaim func(arp.Claim)) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case c := <-m.claims:
+			onClaim(c)
+		}
+	}
+}
+
+func (m fakeMonitor) Close() error { return nil }
+
+func newFakeHost(lan *fakeLAN, addr string) *fakeHost {
+	return &fakeHost{
+		ifname: "eth0", exists: true, up: true, addr: netip.MustParseAddr(addr),
+		vips: map[netip.Prefix]bool{}, announce: map[netip.Addr]int{},
+		events: make(chan netif.Event, 64), lan: lan,
+	}
+}
+
+func (h *fakeHost) env() Env {
+	h.claims = make(chan arp.Claim, 16)
+	return Env{
+		ListenARP: func(ifi *net.Interface) (ARPMonitor, error) { return fakeMonitor{h.claims}, nil },
+		Links:     h,
+		ListenVRRP: func(ifi *net.Interface, opts transport.Options) (transport.Conn, error) {
+			return h.lan.listen(opts.Source, &h.cut), nil
+		},
+		DialARP: func(ifi *net.Interface) (Announcer, error) { return fakeAnnouncer{h}, nil },
+	}
+}
+
+func (h *fakeHost) Link(name string) (netif.LinkInfo, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if name != h.ifname || !h.exists {
+		return netif.LinkInfo{}, netif.ErrNoLink
+	}
+	return netif.LinkInfo{Name: name, Index: 2, Up: h.up && !h.cut, HardwareAddr: net.HardwareAddr{2, 0, 0, 0, 0, h.addr.As4()[3]}}, nil
+}
+
+func (h *fakeHost) PrimaryIPv4(ifname string, exclude []netip.Prefix) (netip.Addr, error) {
+	if _, err := h.Link(ifname); err != nil {
+		return netip.Addr{}, err
+	}
+	return h.addr, nil
+}
+
+func (h *fakeHost) AddVIP(ifname string, vip netip.Prefix, label string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.vips[vip] {
+		h.vips[vip] = true
+		h.emit(netif.Event{Kind: netif.AddrAdded, Link: ifname, Index: 2, Prefix: vip})
+	}
+	return nil
+}
+
+func (h *fakeHost) RemoveVIP(ifname string, vip netip.Prefix) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.vips[vip] {
+		delete(h.vips, vip)
+		h.emit(netif.Event{Kind: netif.AddrRemoved, Link: ifname, Index: 2, Prefix: vip})
+	}
+	return nil
+}
+
+// emit must be called with h.mu held.
+func (h *fakeHost) emit(ev netif.Event) {
+	ev.At = time.Now()
+	select {
+	case h.events <- ev:
+	default:
+	}
+}
+
+func (h *fakeHost) Watch(ctx context.Context, events chan<- netif.Event) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case ev := <-h.events:
+			select {
+			case events <- ev:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+}
+
+// setCarrier cuts or restores the host's cable.
+func (h *fakeHost) setCarrier(on bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.cut = !on
+	kind := netif.LinkDown
+	if on {
+		kind = netif.LinkUp
+	}
+	h.emit(netif.Event{Kind: kind, Link: h.ifname, Index: 2, Up: on})
+}
+
+// deleteVIPBehindOurBack removes an address as `ip addr del` would.
+func (h *fakeHost) deleteVIPBehindOurBack(vip netip.Prefix) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.vips, vip)
+	h.emit(netif.Event{Kind: netif.AddrRemoved, Link: h.ifname, Index: 2, Prefix: vip})
+}
+
+func (h *fakeHost) holds(vip netip.Prefix) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.vips[vip]
+}
+
+func (h *fakeHost) announced(vip netip.Addr) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.announce[vip]
+}
+
+type fakeAnnouncer struct{ h *fakeHost }
+
+func (a fakeAnnouncer) Announce(vip netip.Addr) error {
+	a.h.mu.Lock()
+	defer a.h.mu.Unlock()
+	if !a.h.cut {
+		a.h.announce[vip]++
+	}
+	return nil
+}
+
+func (a fakeAnnouncer) Close() error { return nil }

@@ -1,0 +1,135 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/vipd/vipd/config"
+	"github.com/vipd/vipd/health"
+	"github.com/vipd/vipd/vrrp"
+)
+
+// trackerSet is an instance's running health trackers.
+type trackerSet struct {
+	trackers []*health.Tracker
+	specs    []config.Track
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+// buildTrackers checks every tracker's configuration and prepares its
+// checker; nothing runs yet. Problems the config package cannot see (a CA
+// file that does not load) are reported with the tracker's line.
+func (in *instance) buildTrackers(tracks []config.Track) ([]*health.Tracker, error) {
+	var ts []*health.Tracker
+	for _, tr := range tracks {
+		typ, err := health.ParseType(tr.Type)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: track %q: %w", tr.Line, tr.Name, err)
+		}
+		spec := health.Spec{
+			Name: tr.Name, Type: typ, Weight: tr.Weight, Fall: tr.Fall, Rise: tr.Rise,
+			Interval: tr.Interval, Timeout: tr.Timeout,
+			URL: tr.URL, OKStatus: tr.OKStatus, CAFile: tr.CAFile, CertFile: tr.CertFile, KeyFile: tr.KeyFile,
+			InsecureSkipVerify: tr.InsecureSkipVerify,
+			Command:            tr.Command, Path: tr.Path, Interface: tr.Interface,
+		}.WithDefaults()
+		if err := spec.Validate(); err != nil {
+			return nil, fmt.Errorf("line %d: track %q: %w", tr.Line, tr.Name, err)
+		}
+		checker, err := health.NewChecker(spec)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: track %q: %w", tr.Line, tr.Name, err)
+		}
+		name := tr.Name
+		var opts []health.Option
+		if obs := in.hooks.trackerCheck; obs != nil {
+			opts = append(opts, health.WithCheckObserver(func(d time.Duration, ok bool) { obs(in.id.name, name, d, ok) }))
+		}
+		ts = append(ts, health.NewTracker(spec, checker, in.log, opts...))
+	}
+	return ts, nil
+}
+
+// startTrackers runs ts until stopTrackers; their changes arrive on
+// in.trackerChanges, read by the instance's goroutine.
+func (in *instance) startTrackers(ts []*health.Tracker, specs []config.Track) {
+	ctx, cancel := context.WithCancel(context.Background())
+	set := &trackerSet{trackers: ts, specs: specs, cancel: cancel}
+	for _, t := range ts {
+		set.wg.Add(1)
+		go func() {
+			defer set.wg.Done()
+			t.Run(ctx, in.trackerChanges)
+		}()
+	}
+	in.trackers = set
+	in.mu.Lock()
+	in.trackersPub = ts
+	in.mu.Unlock()
+}
+
+func (in *instance) stopTrackers() {
+	if in.trackers == nil {
+		return
+	}
+	in.trackers.cancel()
+	// A tracker blocked sending a change gives up on cancel.
+	in.trackers.wg.Wait()
+	in.trackers = nil
+	in.mu.Lock()
+	in.trackersPub = nil
+	in.mu.Unlock()
+}
+
+// onTracker handles a tracker that turned healthy or failing.
+func (in *instance) onTracker(st health.Status) {
+	if in.trackers == nil || !slices.ContainsFunc(in.trackers.trackers, func(t *health.Tracker) bool { return t.Status().Name == st.Name }) {
+		return // from a tracker set replaced by a reload
+	}
+	state := "failing"
+	if st.Healthy {
+		state = "healthy"
+	}
+	in.log.Warn("tracker "+state, "tracker", st.Name, "cause", st.Cause, "weight", st.Weight, "contribution", st.Contribution)
+	in.applyHealth("tracker " + st.Name + " " + state + ": " + st.Cause)
+}
+
+// health returns the trackers' verdict: the priority they make and the
+// fault they demand.
+func (in *instance) health() (uint8, string) {
+	if in.trackers == nil {
+		return in.cfg.Priority, ""
+	}
+	sts := make([]health.Status, 0, len(in.trackers.trackers))
+	for _, t := range in.trackers.trackers {
+		sts = append(sts, t.Status())
+	}
+	return health.Effective(in.cfg.Priority, sts)
+}
+
+// applyHealth hands the priority and fault the trackers and a drain make to
+// the machine, logging a change with its cause.
+func (in *instance) applyHealth(cause string) {
+	prio, fault := in.health()
+	if in.drained {
+		prio = lowestPriority
+	}
+	in.mu.Lock()
+	old := in.priority
+	in.priority = prio
+	in.mu.Unlock()
+	if old != prio {
+		in.log.Info("priority changed", "from", old, "to", prio, "cause", cause)
+	}
+	if in.m == nil {
+		return
+	}
+	var out []vrrp.Action
+	out = in.m.SetPriority(prio, out)
+	out = in.m.SetFault(fault, out)
+	in.exec(out)
+}
