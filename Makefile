@@ -1,0 +1,53 @@
+# vipd — see README.md. `make demo` and `make test` are the two commands a
+# fresh Debian 12 machine needs (as root).
+
+export PATH := $(PATH):/usr/local/go/bin
+GO ?= go
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+# Namespace tests run daemons with sub-second timers: two packages at a time
+# keep a 2-core machine responsive enough.
+TESTFLAGS ?= -count=1 -p 2 -timeout 20m
+
+.PHONY: all build deps demo bench test test-short lint fuzz clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/vipd ./cmd/vipd
+	$(GO) build -trimpath -o bin/vipd-lab ./cmd/vipd-lab
+
+deps:
+	.ci/install-deps
+
+# The lab: three nodes and a client in network namespaces; election,
+# failover and a graceful handover, as a timeline.
+demo: deps build
+	bin/vipd-lab demo --vipd bin/vipd
+
+# Failover benchmark, vipd beside keepalived in the same run (results/).
+bench: deps build
+	bin/vipd-lab bench --vipd bin/vipd --out results
+	$(GO) test -run '^$$' -bench . -benchmem ./vrrp/
+
+# Every test: pure, fakes, and (as root) the namespace, interop and lab tests.
+test: deps lint
+	$(GO) test $(TESTFLAGS) ./...
+
+# Unprivileged quick loop: the namespace tests skip themselves.
+test-short:
+	$(GO) test -count=1 -short ./...
+
+lint:
+	@fmt=$$(gofmt -l .); if [ -n "$$fmt" ]; then echo "gofmt needed:"; echo "$$fmt"; exit 1; fi
+	$(GO) vet ./...
+	GOOS=darwin $(GO) vet ./vrrp/ ./config/ ./netif/ ./arp/ ./transport/
+	$(GO) run $(STATICCHECK) ./...
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./vrrp/
+
+clean:
+	rm -rf bin dist

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vipd/vipd/lab"
+)
+
+// Interop: vipd and keepalived (Debian package, VRRPv3) in one group.
+
+func TestInteropKeepalivedVipdHigher(t *testing.T) {
+	c := newCluster(t, 100*time.Millisecond, lab.Vipd, lab.Keepalived)
+	c.waitOnlyHolder(1)
+	c.pingUntil(5 * time.Second)
+	// vipd fails: keepalived takes over.
+	if err := c.l.CutLink(1); err != nil {
+		t.Fatal(err)
+	}
+	c.waitOnlyHolder(2)
+	c.pingUntil(5 * time.Second)
+	c.waitFor("the client following keepalived", 5*time.Second, func(s lab.State) bool { return s.NeighNode == 2 })
+	// vipd returns and preempts keepalived.
+	if err := c.l.RestoreLink(1); err != nil {
+		t.Fatal(err)
+	}
+	c.waitOnlyHolder(1)
+	c.waitFor("the client following vipd", 5*time.Second, func(s lab.State) bool { return s.NeighNode == 1 || s.NeighNode == 0 })
+	c.pingUntil(5 * time.Second)
+	// Graceful stop: keepalived takes over on vipd's priority 0.
+	if err := c.daemons[1].Stop(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c.waitOnlyHolder(2)
+	if c.logHas(1, "advert dropped") {
+		t.Error("vipd dropped keepalived's adverts")
+	}
+}
+
+func TestInteropKeepalivedHigher(t *testing.T) {
+	c := newCluster(t, 100*time.Millisecond, lab.Keepalived, lab.Vipd)
+	c.waitOnlyHolder(1)
+	c.pingUntil(5 * time.Second)
+	if !c.waitLog(2, "to=BACKUP") {
+		t.Fatal("vipd did not settle as backup")
+	}
+	// keepalived fails: vipd takes over, citing keepalived's silence.
+	if err := c.l.CutLink(1); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor("vipd holding the VIP", 20*time.Second, func(s lab.State) bool { return s.Holds(2) })
+	if !c.waitLog(2, "to=MASTER", "no advert from 198.51.100.11") {
+		t.Error("vipd's takeover cause does not name keepalived")
+	}
+	c.pingUntil(5 * time.Second)
+	// keepalived returns and preempts vipd.
+	if err := c.l.RestoreLink(1); err != nil {
+		t.Fatal(err)
+	}
+	c.waitOnlyHolder(1)
+	if !c.waitLog(2, "from=MASTER", "to=BACKUP", "higher priority 150 from 198.51.100.11") {
+		t.Error("vipd did not yield to keepalived's higher priority")
+	}
+	// keepalived stops gracefully: vipd takes over on its priority 0.
+	if err := c.daemons[1].Stop(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c.waitOnlyHolder(2)
+	if !c.waitLog(2, "priority 0 from master 198.51.100.11: it is releasing") {
+		t.Error("vipd did not take over on keepalived's priority 0")
+	}
+	if c.logHas(2, "advert dropped") {
+		t.Error("vipd dropped keepalived's adverts")
+	}
+}
+
+// Interop with FRR's vrrpd (zebra + vrrpd per namespace, a macvlan with the
+// virtual MAC per VRID). A Backup FRR keeps the VIP on its macvlan in
+// protodown, so FRR is judged by its adverts, not by addresses.
+
+const frrBin = "/usr/lib/frr"
+
+type frrPeer struct {
+	dir          string
+	zebra, vrrpd *exec.Cmd
+	done         map[*exec.Cmd]chan struct{}
+}
+
+func startFRR(t *testing.T, c *cluster, i, prio int) *frrPeer {
+	t.Helper()
+	for _, b := range []string{"zebra", "vrrpd"} {
+		if _, err := os.Stat(filepath.Join(frrBin, b)); err != nil {
+			t.Skipf("skipping: FRR is not installed (apt-get install frr; .ci/run does): %v", err)
+		}
+	}
+	u, err := user.Lookup("frr")
+	if err != nil {
+		t.Skipf("skipping: no frr user: %v", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	ns := c.l.NodeNS(i)
+	run := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v: %s", args, err, out)
+		}
+	}
+	run("ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.conf.all.arp_ignore=1",
+		"net.ipv4.conf.all.arp_announce=2", "net.ipv4.conf.eth0.ignore_routes_with_linkdown=1")
+	vmac := fmt.Sprintf("00:00:5e:00:01:%02x", c.group.VRID)
+	run("ip", "-n", ns, "link", "add", "vrrp4-51", "link", "eth0", "type", "macvlan", "mode", "bridge")
+	run("ip", "-n", ns, "link", "set", "vrrp4-51", "address", vmac)
+	run("ip", "-n", ns, "addr", "add", c.group.VIP.String(), "dev", "vrrp4-51")
+	run("ip", "-n", ns, "link", "set", "vrrp4-51", "up")
+
+	// The daemons drop to user frr: their directory and its parents must be
+	// reachable by it.
+	dir, err := os.MkdirTemp("", "vipd-frr-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	conf := fmt.Sprintf("interface eth0\n vrrp %d version 3\n vrrp %d priority %d\n vrrp %d advertisement-interval %d\n vrrp %d ip %s\n",
+		c.group.VRID, c.group.VRID, prio, c.group.VRID, c.group.Interval.Milliseconds(), c.group.VRID, c.group.VIP.Addr())
+	for name, body := range map[string]string{"zebra.conf": "hostname " + lab.NodeName(i) + "\n", "vrrpd.conf": conf} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chown(dir, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	p := &frrPeer{dir: dir, done: map[*exec.Cmd]chan struct{}{}}
+	start := func(daemon string) *exec.Cmd {
+		cmd := exec.Command("ip", "netns", "exec", ns, filepath.Join(frrBin, daemon), "-P", "0",
+			"-z", filepath.Join(dir, "zserv.api"), "--vty_socket", dir,
+			"-f", filepath.Join(dir, daemon+".conf"), "-i", filepath.Join(dir, daemon+".pid"),
+			"--log", "file:"+filepath.Join(dir, daemon+".log"))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start %s: %v", daemon, err)
+		}
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		p.done[cmd] = done
+		return cmd
+	}
+	p.zebra = start("zebra")
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(dir, "vrrpd.log"))
+			t.Logf("--- FRR vrrpd log on n%d ---\n%s", i, b)
+		}
+		p.stop(p.vrrpd)
+		p.stop(p.zebra)
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "zserv.api")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("zebra did not create its socket")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.vrrpd = start("vrrpd")
+	return p
+}
+
+// stop ends an FRR daemon with SIGTERM (vrrpd then sends priority 0).
+func (p *frrPeer) stop(cmd *exec.Cmd) {
+	if cmd == nil {
+		return
+	}
+	done := p.done[cmd]
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+}
+
+func TestInteropFRRVipdHigher(t *testing.T) {
+	c := newCluster(t, 100*time.Millisecond, lab.Vipd, noDaemon)
+	c.waitFor("vipd master", 20*time.Second, func(s lab.State) bool { return s.Advertiser == 1 && s.Holds(1) })
+	startFRR(t, c, 2, 100)
+	// FRR comes up as Backup and stays silent while vipd (150) advertises.
+	time.Sleep(2 * time.Second)
+	if n := c.mon.AdvertsFrom(2, time.Now().Add(-time.Second), time.Now()); n != 0 {
+		t.Fatalf("FRR sent %d adverts in the last second beside a higher-priority vipd", n)
+	}
+	c.pingUntil(5 * time.Second)
+	// vipd stops gracefully: FRR takes over.
+	if err := c.daemons[1].Stop(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor("FRR advertising as master", 20*time.Second, func(s lab.State) bool { return s.Advertiser == 2 && s.AdvertPriority == 100 })
+	c.pingUntil(5 * time.Second)
+	// vipd returns and preempts FRR.
+	c.start(1)
+	c.waitFor("vipd master again", 20*time.Second, func(s lab.State) bool { return s.Advertiser == 1 && s.Holds(1) })
+	time.Sleep(time.Second)
+	if n := c.mon.AdvertsFrom(2, time.Now().Add(-500*time.Millisecond), time.Now()); n != 0 {
+		t.Errorf("FRR still advertises (%d in 500ms) after vipd preempted it", n)
+	}
+	if c.logHas(1, "advert dropped") {
+		t.Error("vipd dropped FRR's adverts")
+	}
+}
+
+func TestInteropFRRHigher(t *testing.T) {
+	c := newCluster(t, 100*time.Millisecond, noDaemon, lab.Vipd)
+	frr := startFRR(t, c, 1, 150)
+	c.waitFor("FRR master", 20*time.Second, func(s lab.State) bool { return s.Advertiser == 1 && s.AdvertPriority == 150 })
+	if !c.waitLog(2, "to=BACKUP") {
+		t.Fatal("vipd did not start")
+	}
+	time.Sleep(time.Second)
+	if s := c.mon.State(); s.Holds(2) {
+		t.Fatal("vipd holds the VIP beside a higher-priority FRR master")
+	}
+	// FRR stops: vipd takes over on its priority 0.
+	frr.stop(frr.vrrpd)
+	c.waitFor("vipd master", 20*time.Second, func(s lab.State) bool { return s.Advertiser == 2 && s.Holds(2) })
+	if !c.waitLog(2, "to=MASTER", "priority 0 from master 198.51.100.11: it is releasing") {
+		t.Error("vipd did not take over on FRR's priority 0")
+	}
+	if c.logHas(2, "advert dropped") {
+		t.Error("vipd dropped FRR's adverts")
+	}
+}

@@ -1,0 +1,343 @@
+// Command vipd keeps a cluster's virtual IP on exactly one healthy host,
+// elected with VRRPv3 (RFC 5798) among the hosts themselves.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/vipd/vipd/arp"
+	"github.com/vipd/vipd/config"
+	"github.com/vipd/vipd/control"
+	"github.com/vipd/vipd/daemon"
+	"github.com/vipd/vipd/metrics"
+	"github.com/vipd/vipd/netif"
+	"github.com/vipd/vipd/systemd"
+	"github.com/vipd/vipd/transport"
+	"github.com/vipd/vipd/vrrp"
+)
+
+// Set with -ldflags "-X main.version=... -X main.commit=...".
+var (
+	version = "dev"
+	commit  = ""
+)
+
+// The real OS boundaries satisfy the daemon's interfaces.
+var (
+	_ daemon.Links      = (*netif.Manager)(nil)
+	_ daemon.Announcer  = (*arp.Announcer)(nil)
+	_ daemon.ARPMonitor = (*arp.Monitor)(nil)
+)
+
+// exitConfig is EX_CONFIG from sysexits.h: the unit file does not restart a
+// daemon whose configuration is refused.
+const exitConfig = 78
+
+const usage = `usage: vipd <command> [flags]
+
+commands:
+  run      run the daemon in the foreground        [--config FILE]
+  check    validate a configuration file           [--config FILE]
+  status   state of every instance and why         [--json] [--socket PATH]
+  history  the last 256 state changes with causes  [--json] [--socket PATH]
+  drain    give the address away and keep it away  [--instance NAME|all] [--wait] [--timeout 30s] [--note TEXT]
+  undrain  compete for the address again           [--instance NAME|all]
+  reload   re-read the configuration (synchronous) [--socket PATH]
+  cleanup  remove this host's VIPs after a crash   [--config FILE]
+  version  print version, commit and Go version
+
+The control commands find the socket in --socket, else in the configuration
+(--config, default /etc/vipd/vipd.toml), else at /run/vipd/vipd.sock.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmd, args := args[0], args[1:]
+	switch cmd {
+	case "run":
+		return cmdRun(args, stderr)
+	case "check":
+		return cmdCheck(args, stdout, stderr)
+	case "status", "history", "drain", "undrain", "reload":
+		return cmdControl(cmd, args, stdout, stderr)
+	case "cleanup":
+		return cmdCleanup(args, stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, versionString())
+		return 0
+	case "help", "--help", "-h":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "vipd: unknown command %q\n%s", cmd, usage)
+	return 2
+}
+
+func versionString() string {
+	c := commit
+	if c == "" {
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			for _, s := range bi.Settings {
+				if s.Key == "vcs.revision" {
+					c = s.Value
+				}
+			}
+		}
+	}
+	if c == "" {
+		c = "unknown"
+	}
+	return fmt.Sprintf("vipd %s (commit %s, %s, %s/%s)", version, c, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+func configFlag(name string, stderr io.Writer) (*flag.FlagSet, *string) {
+	fs := flag.NewFlagSet("vipd "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", config.DefaultPath, "configuration file")
+	return fs, path
+}
+
+func cmdCheck(args []string, stdout, stderr io.Writer) int {
+	fs, path := configFlag("check", stderr)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if _, err := config.Load(*path); err != nil {
+		printConfigError(stderr, *path, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s: OK\n", *path)
+	return 0
+}
+
+func printConfigError(w io.Writer, path string, err error) {
+	var cerr *config.Error
+	if errors.As(err, &cerr) {
+		for _, p := range cerr.Problems {
+			fmt.Fprintln(w, p.String())
+		}
+		return
+	}
+	fmt.Fprintf(w, "%s: %v\n", path, err)
+}
+
+func cmdRun(args []string, stderr io.Writer) int {
+	fs, path := configFlag("run", stderr)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		printConfigError(stderr, *path, err)
+		return exitConfig
+	}
+	level := new(slog.LevelVar)
+	level.Set(cfg.Global.LogLevel)
+	log := newLogger(stderr, cfg.Global, level)
+	notifier := systemd.NewNotifier(log)
+
+	// The control socket first: a second daemon with the same socket must
+	// stop here, before it touches any address.
+	ctl, err := control.Listen(cfg.Global.Socket, cfg.Global.SocketGroup, log)
+	if err != nil {
+		log.Error("control socket", "error", err)
+		return 1
+	}
+	defer ctl.Close()
+
+	links, err := netif.New(log, netif.WithVIPs(allVIPs(cfg)...))
+	if err != nil {
+		log.Error("netlink", "error", err)
+		return 1
+	}
+	defer links.Close()
+	env := daemon.Env{
+		Links:      links,
+		ListenVRRP: transport.Listen,
+		DialARP: func(ifi *net.Interface) (daemon.Announcer, error) {
+			return arp.Dial(ifi)
+		},
+		ListenARP: func(ifi *net.Interface) (daemon.ARPMonitor, error) {
+			return arp.ListenMonitor(ifi)
+		},
+	}
+	var d *daemon.Daemon
+	m := metrics.New(func() []control.InstanceStatus { return d.StatusReport() })
+	d, err = daemon.New(cfg, log, env, daemon.Options{
+		OnTransition: func(instance string, tr vrrp.Transition) {
+			m.Transition(instance, tr.From.String(), tr.To.String())
+			notifier.Status(summary(d))
+		},
+		OnConflict:     m.Conflict,
+		OnTrackerCheck: m.TrackerCheck,
+		Load: func(path string) (*config.Config, error) {
+			next, err := config.Load(path)
+			if err == nil {
+				level.Set(next.Global.LogLevel)
+			}
+			return next, err
+		},
+	})
+	if err != nil {
+		log.Error("starting", "error", err)
+		return 1
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	var g errgroup.Group
+	g.Go(func() error { return ctl.Serve(ctx, d) })
+	if addr := cfg.Global.MetricsListen; addr != "" {
+		g.Go(func() error {
+			if err := m.Serve(ctx, addr, log); err != nil {
+				log.Error("metrics", "address", addr, "error", err)
+			}
+			return nil
+		})
+	}
+	g.Go(func() error {
+		select {
+		case <-d.Ready():
+			notifier.Ready(summary(d))
+			log.Info("ready: every instance has joined its group")
+		case <-ctx.Done():
+		}
+		return nil
+	})
+	if interval, ok := notifier.WatchdogInterval(); ok {
+		g.Go(func() error { watchdog(ctx, d, notifier, interval, log); return nil })
+	}
+	g.Go(func() error {
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-hup:
+				notifier.Reloading()
+				changes, err := d.ReloadConfig(ctx)
+				if err != nil {
+					var cerr *config.Error
+					if errors.As(err, &cerr) {
+						for _, p := range cerr.Problems {
+							log.Error("reload refused: keeping the running configuration", "problem", p.String())
+						}
+					} else {
+						log.Error("reload failed", "error", err)
+					}
+				} else {
+					log.Info("reloaded", "changes", changes)
+				}
+				notifier.Ready(summary(d))
+			}
+		}
+	})
+
+	log.Info("starting", "version", version, "config", *path, "instances", len(cfg.Instances))
+	err = d.Run(ctx)
+	notifier.Stopping()
+	stop()
+	g.Wait()
+	if err != nil {
+		log.Error("stopped", "error", err)
+		return 1
+	}
+	log.Info("stopped")
+	return 0
+}
+
+// watchdog pings systemd while every instance's election loop answers; a
+// stuck loop stops the pings and systemd restarts the daemon.
+func watchdog(ctx context.Context, d *daemon.Daemon, n *systemd.Notifier, interval time.Duration, log *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := d.Alive(ctx, interval); err != nil {
+				log.Error("watchdog: not pinging systemd", "error", err)
+				continue
+			}
+			n.Watchdog()
+		}
+	}
+}
+
+// summary is the one-line STATUS= systemd shows.
+func summary(d *daemon.Daemon) string {
+	if d == nil {
+		return ""
+	}
+	var parts []string
+	for _, st := range d.Snapshot() {
+		p := fmt.Sprintf("%s %s", st.Name, st.State)
+		if st.Held {
+			for _, v := range st.VIPs {
+				p += " " + v.Addr().String()
+			}
+		}
+		if !st.Since.IsZero() {
+			p += " since " + st.Since.Format("15:04:05")
+		}
+		if st.Drained {
+			p += " (drained)"
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func allVIPs(cfg *config.Config) []netip.Prefix {
+	var vips []netip.Prefix
+	for _, in := range cfg.Instances {
+		vips = append(vips, in.VIPs...)
+	}
+	return vips
+}
+
+// newLogger logs to w in the configured format. Under systemd the journal
+// stamps every line, so our own timestamps are left out.
+func newLogger(w io.Writer, g config.Global, level slog.Leveler) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if os.Getenv("JOURNAL_STREAM") != "" {
+		opts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		}
+	}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
+	if g.LogFormat == "json" {
+		h = slog.NewJSONHandler(w, opts)
+	}
+	return slog.New(h)
+}
