@@ -66,6 +66,37 @@ func (a *Announcer) Announce(vip netip.Addr) error {
 	return errors.Join(errs...)
 }
 
+// Probe asks who has vip, from this interface's MAC and address from: any
+// other host that holds vip answers with its own MAC, which a Monitor on
+// this interface reports. A Master probes so that a second owner that never
+// speaks first (a left-over address, a static one) is found too.
+func (a *Announcer) Probe(vip, from netip.Addr) error {
+	vip, from = vip.Unmap(), from.Unmap()
+	if !vip.Is4() || vip.IsUnspecified() || !from.Is4() {
+		return fmt.Errorf("%w: %v from %v", ErrNotIPv4, vip, from)
+	}
+	if len(a.mac) != 6 {
+		return fmt.Errorf("%w: %s", ErrNotEthernet, a.ifname)
+	}
+	p, err := mdarp.NewPacket(OperationRequest, a.mac, from, ethernet.Broadcast, vip)
+	if err != nil {
+		return err
+	}
+	p.TargetHardwareAddr = net.HardwareAddr{0, 0, 0, 0, 0, 0} // unknown, as RFC 826 asks
+	pb, err := p.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	fb, err := (&ethernet.Frame{Destination: ethernet.Broadcast, Source: a.mac, EtherType: ethernet.EtherTypeARP, Payload: pb}).MarshalBinary()
+	if err != nil {
+		return err
+	}
+	if _, err := a.conn.WriteTo(fb, &packet.Addr{HardwareAddr: ethernet.Broadcast}); err != nil {
+		return fmt.Errorf("arp: probing %v on %s: %w", vip, a.ifname, err)
+	}
+	return nil
+}
+
 // Close closes the connection.
 func (a *Announcer) Close() error { return a.conn.Close() }
 

@@ -21,9 +21,11 @@ type Links interface {
 	Watch(ctx context.Context, events chan<- netif.Event) error
 }
 
-// Announcer sends gratuitous ARP for an address; *arp.Announcer implements it.
+// Announcer sends gratuitous ARP for an address, and probes who else has
+// it; *arp.Announcer implements it.
 type Announcer interface {
 	Announce(vip netip.Addr) error
+	Probe(vip, from netip.Addr) error
 	Close() error
 }
 

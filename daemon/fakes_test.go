@@ -121,6 +121,7 @@ type fakeHost struct {
 	events   chan netif.Event
 	lan      *fakeLAN
 	claims   chan arp.Claim // ARP packets of other hosts, as the monitor would see them
+	probes   int
 }
 
 type fakeMonitor struct{ claims chan arp.Claim }
@@ -258,6 +259,13 @@ func (a fakeAnnouncer) Announce(vip netip.Addr) error {
 	if !a.h.cut {
 		a.h.announce[vip]++
 	}
+	return nil
+}
+
+func (a fakeAnnouncer) Probe(vip, from netip.Addr) error {
+	a.h.mu.Lock()
+	defer a.h.mu.Unlock()
+	a.h.probes++
 	return nil
 }
 

@@ -111,6 +111,7 @@ type instance struct {
 	garpLeft             int
 	garpTimer            *time.Timer
 	refresh              *time.Timer
+	probe                *time.Timer
 	timers               [3]*time.Timer // by vrrp.Timer
 	reported             map[dropKey]time.Time
 }
@@ -216,7 +217,7 @@ func (in *instance) run(ctx context.Context) error {
 	for i := range in.timers {
 		in.timers[i] = stoppedTimer()
 	}
-	in.garpTimer, in.refresh = stoppedTimer(), stoppedTimer()
+	in.garpTimer, in.refresh, in.probe = stoppedTimer(), stoppedTimer(), stoppedTimer()
 	for {
 		ifi, up, err := in.waitLink(ctx)
 		if err != nil {
@@ -418,6 +419,8 @@ func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
 		case <-in.refresh.C:
 			in.announce()
 			in.refresh.Reset(in.cfg.GARP.Refresh)
+		case <-in.probe.C:
+			in.probeVIPs()
 		case c := <-in.claims:
 			in.onClaim(c)
 		case cmd := <-in.cmds:
@@ -467,6 +470,8 @@ func (in *instance) onLinkEvent(ev netif.Event, out []vrrp.Action) []vrrp.Action
 const (
 	conflictAnswerEvery = 100 * time.Millisecond
 	conflictLogEvery    = 10 * time.Second
+	// probeEvery is how often a Master asks who else has its VIPs.
+	probeEvery = time.Second
 )
 
 // onClaim handles another host's ARP packet. A Master that sees a VIP
@@ -658,12 +663,28 @@ func (in *instance) takeAddresses() {
 	if in.cfg.GARP.Refresh > 0 {
 		in.refresh.Reset(in.cfg.GARP.Refresh)
 	}
+	in.probeVIPs()
+}
+
+// probeVIPs asks who else holds our VIPs, now and every probeEvery while
+// Master: a host that answers is a second owner (see onClaim).
+func (in *instance) probeVIPs() {
+	if in.announcer == nil || in.monitor == nil {
+		return
+	}
+	for _, v := range in.vips {
+		if err := in.announcer.Probe(v.Addr(), in.primary); err != nil {
+			in.log.Debug("ARP probe failed", "vip", v, "error", err)
+		}
+	}
+	in.probe.Reset(probeEvery)
 }
 
 func (in *instance) releaseAddresses() {
 	in.garpLeft = 0
 	in.garpTimer.Stop()
 	in.refresh.Stop()
+	in.probe.Stop()
 	for _, v := range in.vips {
 		if err := in.env.Links.RemoveVIP(in.cfg.Interface, v); err != nil {
 			in.log.Error("removing virtual address failed", "vip", v, "error", err)

@@ -325,6 +325,12 @@ func TestLabLeftOverVIPRemovedAtRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitFor("n2 taking over beside n1's left-over", 20*time.Second, func(s lab.State) bool { return s.Holds(1) && s.Holds(2) })
+	// n2 finds the second owner with its ARP probe and keeps the client.
+	if !c.waitLog(2, "another host claims our virtual address", "foreign_mac="+c.l.NodeMAC(1).String()) {
+		t.Error("n2 did not report n1's left-over address")
+	}
+	c.pingUntil(5 * time.Second)
+	c.waitFor("the client on n2", 5*time.Second, func(s lab.State) bool { return s.NeighNode == 2 })
 	// Restart n1 with a priority below n2's so that it stays Backup: the
 	// left-over must go at start-up.
 	spec := c.spec(1)
