@@ -194,8 +194,26 @@ func (d *Daemon) Undrain(ctx context.Context, instance string) (control.DrainRes
 	return res, nil
 }
 
-// Reload implements control.Handler.
+// Reload implements control.Handler. A new binary on disk is re-executed
+// with the running state (Options.Upgrade); otherwise the file is applied.
 func (d *Daemon) Reload(ctx context.Context) (control.ReloadResult, error) {
+	if d.opts.Upgrade != nil {
+		upgrading, changes, err := d.opts.Upgrade(ctx)
+		if upgrading || err != nil {
+			res := control.ReloadResult{OK: err == nil, Problems: []string{}, Changes: changes}
+			if res.Changes == nil {
+				res.Changes = []string{}
+			}
+			if err != nil {
+				var uerr *UpgradeRefused
+				if errors.As(err, &uerr) {
+					res.Problems = uerr.Problems
+				}
+				return res, err
+			}
+			return res, nil
+		}
+	}
 	changes, err := d.ReloadConfig(ctx)
 	res := control.ReloadResult{Problems: []string{}, Changes: changes}
 	if res.Changes == nil {
@@ -214,3 +232,16 @@ func (d *Daemon) Reload(ctx context.Context) (control.ReloadResult, error) {
 	res.OK = true
 	return res, nil
 }
+
+// UpgradeRefused says why the new binary was not started: it refused the
+// configuration (Problems as it printed them) or could not be run.
+type UpgradeRefused struct {
+	Problems []string
+	Err      error
+}
+
+func (e *UpgradeRefused) Error() string {
+	return "the new binary refuses to take over; the running one is kept: " + e.Err.Error()
+}
+
+func (e *UpgradeRefused) Unwrap() error { return e.Err }

@@ -29,6 +29,12 @@ type Options struct {
 	// Load reads and validates the configuration for a reload; nil means
 	// config.Load of the path the daemon was started with.
 	Load func(path string) (*config.Config, error)
+	// Handover, when set, is the state the previous process of this daemon
+	// left at a binary upgrade: its Masters carry on as Masters.
+	Handover *Handover
+	// Upgrade, when set, is asked at every reload whether a new binary is on
+	// disk; if it takes over (true), the reload is its to finish.
+	Upgrade func(ctx context.Context) (upgrading bool, changes []string, err error)
 }
 
 // Daemon runs every instance of one configuration.
@@ -44,10 +50,9 @@ type Daemon struct {
 	histNext  int
 
 	// group owns the instances' goroutines for Run.
-	wg      sync.WaitGroup
-	runCtx  context.Context
-	errOnce sync.Once
-	fatal   chan error
+	wg     sync.WaitGroup
+	runCtx context.Context
+	fatal  chan error
 }
 
 // running is an instance and its goroutine.
@@ -76,8 +81,11 @@ func New(cfg *config.Config, log *slog.Logger, env Env, opts Options) (*Daemon, 
 		opts.Load = config.Load
 	}
 	d := &Daemon{log: log, env: env, cfg: cfg, opts: opts, fatal: make(chan error, 1)}
+	d.restoreHistory(opts.Handover)
 	for _, ic := range cfg.Instances {
-		d.instances = append(d.instances, &running{in: d.newInstance(ic, cfg)})
+		in := d.newInstance(ic, cfg)
+		in.resume = opts.Handover.resumeFrom(in.id)
+		d.instances = append(d.instances, &running{in: in})
 	}
 	return d, nil
 }

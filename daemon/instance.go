@@ -69,6 +69,8 @@ type instance struct {
 	unicastSource netip.Addr // as configured; a change replaces the instance
 
 	notify         *hookRunner
+	resume         *InstanceHandover // from the previous process, at start only
+	detach         bool              // stop without releasing: a re-exec takes over
 	trackers       *trackerSet
 	trackerChanges chan health.Status
 	stateDir       string
@@ -249,7 +251,13 @@ func (in *instance) run(ctx context.Context) error {
 			}
 			_, fault := in.health()
 			in.m.SetFault(fault, nil)
-			in.exec(in.m.Start(up, nil))
+			if r := in.resume; r != nil {
+				in.log.Info("resuming the previous process's state", "state", r.State, "held", r.Held)
+				in.exec(in.m.Resume(up, r.State == vrrp.StateMaster.String() && r.Held, nil))
+				in.resume = nil
+			} else {
+				in.exec(in.m.Start(up, nil))
+			}
 		} else {
 			in.exec(in.m.SetLink(up, nil))
 		}
@@ -352,8 +360,14 @@ func (in *instance) close() {
 	}
 }
 
-// stop ends the election gracefully.
+// stop ends the election gracefully, or, detached for a re-exec, just
+// closes the sockets and leaves the addresses to the next process.
 func (in *instance) stop() error {
+	if in.detach {
+		in.close()
+		in.log.Info("detached: the next process takes over")
+		return nil
+	}
 	if in.m != nil {
 		in.exec(in.m.Shutdown(nil))
 	}
@@ -744,8 +758,8 @@ func (in *instance) transition(tr vrrp.Transition) {
 
 // runHook queues the notify hook of the state entered, if configured.
 func (in *instance) runHook(tr vrrp.Transition) {
-	if in.notify == nil {
-		return
+	if in.notify == nil || tr.Reason == vrrp.ReasonResumed {
+		return // a resumed Master did not change state
 	}
 	var argv []string
 	event := ""

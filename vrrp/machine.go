@@ -231,6 +231,27 @@ func (m *Machine) Start(linkUp bool, out []Action) []Action {
 	return m.enterBackup(out, ReasonStartup, "started")
 }
 
+// Resume starts a machine that takes over from an earlier process of the
+// same daemon (a binary upgrade): one that was Master carries on as Master
+// without releasing or re-electing — it advertises at once, before any
+// Backup's Master_Down_Timer can run out. Anything else starts as Start.
+func (m *Machine) Resume(linkUp, wasMaster bool, out []Action) []Action {
+	if m.running {
+		return out
+	}
+	if !wasMaster || !linkUp || m.fault != "" {
+		return m.Start(linkUp, out)
+	}
+	m.running = true
+	m.linkUp = true
+	out = append(out,
+		Action{Kind: ActSendAdvert, Priority: m.prio},
+		Action{Kind: ActTakeAddresses}, // they are there; this only makes sure
+	)
+	out = m.arm(out, TimerAdvert, m.cfg.AdvertInterval)
+	return m.transition(out, StateMaster, ReasonResumed, "resumed from the previous process (binary upgrade)")
+}
+
 // Shutdown stops the election: a Master sends priority 0 so that a Backup
 // takes over after Skew_Time, then releases its addresses (RFC 5798 section
 // 6.4.3). The machine returns to Initialize; Start may run it again.

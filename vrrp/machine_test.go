@@ -620,3 +620,22 @@ func TestReconfigure(t *testing.T) {
 		t.Error("refused reconfiguration changed the machine")
 	}
 }
+
+func TestResume(t *testing.T) {
+	m, err := NewMachine(testConfig(100, "198.51.100.11"), newFakeClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "send(100) take arm(adver_timer,1s) INITIALIZE->MASTER[resumed]"
+	if got := describe(m.Resume(true, true, nil)); got != want {
+		t.Errorf("master: got %s\nwant %s", got, want)
+	}
+	b, _ := NewMachine(testConfig(100, "198.51.100.11"), newFakeClock())
+	if got := describe(b.Resume(true, false, nil)); !strings.HasSuffix(got, "INITIALIZE->BACKUP[startup]") {
+		t.Errorf("backup: %s", got)
+	}
+	f, _ := NewMachine(testConfig(100, "198.51.100.11"), newFakeClock())
+	if got := describe(f.Resume(false, true, nil)); !strings.HasSuffix(got, "INITIALIZE->FAULT[link_down]") {
+		t.Errorf("link down: %s", got)
+	}
+}

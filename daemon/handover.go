@@ -1,0 +1,162 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/vipd/vipd/vrrp"
+)
+
+// A Handover is what a daemon passes to the binary that replaces it (same
+// PID, re-exec), so that a Master stays Master across an upgrade: no
+// priority 0, no new election, no second owner.
+type Handover struct {
+	Version   int                 `json:"version"`
+	At        time.Time           `json:"at"`
+	Instances []InstanceHandover  `json:"instances"`
+	History   []HandoverHistEntry `json:"history"`
+}
+
+// InstanceHandover is one instance's state at the handover.
+type InstanceHandover struct {
+	Name      string `json:"name"`
+	VRID      uint8  `json:"vrid"`
+	Interface string `json:"interface"`
+	State     string `json:"state"`
+	Held      bool   `json:"held"`
+}
+
+// HandoverHistEntry keeps `vipd history` across the upgrade.
+type HandoverHistEntry struct {
+	At       time.Time `json:"at"`
+	Instance string    `json:"instance"`
+	From     string    `json:"from"`
+	To       string    `json:"to"`
+	Reason   string    `json:"reason"`
+	Cause    string    `json:"cause"`
+}
+
+const handoverVersion = 1
+
+// WriteHandover stores h at path, readable only by the daemon's user.
+func WriteHandover(path string, h *Handover) error {
+	b, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// ReadHandover loads and removes the handover at path: it is good for one
+// start only.
+func ReadHandover(path string) (*Handover, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	os.Remove(path)
+	var h Handover
+	if err := json.Unmarshal(b, &h); err != nil {
+		return nil, fmt.Errorf("handover %s: %w", path, err)
+	}
+	if h.Version != handoverVersion {
+		return nil, fmt.Errorf("handover %s: version %d, want %d", path, h.Version, handoverVersion)
+	}
+	return &h, nil
+}
+
+// Detach prepares a re-exec: every instance sends one more advert if it is
+// Master (so Backups' timers restart just before the gap), then stops
+// without releasing anything when Run's context ends. It returns what the
+// next process needs. An instance that does not answer fails it before
+// anything was changed on the others.
+func (d *Daemon) Detach(ctx context.Context) (*Handover, error) {
+	rs := d.snapshot()
+	for _, r := range rs {
+		if err := r.in.do(ctx, func() {}); err != nil {
+			return nil, fmt.Errorf("instance %q does not answer: %w", r.in.id.name, err)
+		}
+	}
+	h := &Handover{Version: handoverVersion, At: d.env.Now()}
+	for _, r := range rs {
+		var ih InstanceHandover
+		err := r.in.do(ctx, func() {
+			in := r.in
+			st := vrrp.StateInitialize
+			if in.m != nil {
+				st, _ = in.m.State()
+			}
+			if st == vrrp.StateMaster {
+				in.sendAdvert(in.m.Priority())
+			}
+			in.mu.Lock()
+			held := in.held
+			in.mu.Unlock()
+			ih = InstanceHandover{Name: in.id.name, VRID: in.id.vrid, Interface: in.id.ifname, State: st.String(), Held: held}
+			in.detach = true
+		})
+		if err != nil {
+			return nil, fmt.Errorf("instance %q: %w", r.in.id.name, err)
+		}
+		h.Instances = append(h.Instances, ih)
+	}
+	for _, t := range d.transitions() {
+		h.History = append(h.History, HandoverHistEntry{
+			At: t.At, Instance: t.Instance, From: t.From.String(), To: t.To.String(),
+			Reason: t.Reason.String(), Cause: t.Cause,
+		})
+	}
+	return h, nil
+}
+
+// resumeFrom finds an instance's record in a handover: same name, VRID and
+// interface, or nothing.
+func (h *Handover) resumeFrom(id instanceID) *InstanceHandover {
+	if h == nil {
+		return nil
+	}
+	for i := range h.Instances {
+		ih := &h.Instances[i]
+		if ih.Name == id.name && ih.VRID == id.vrid && ih.Interface == id.ifname {
+			return ih
+		}
+	}
+	return nil
+}
+
+// restoreHistory puts the previous process's history back.
+func (d *Daemon) restoreHistory(h *Handover) {
+	if h == nil {
+		return
+	}
+	for _, e := range h.History {
+		d.record(e.Instance, vrrp.Transition{
+			At: e.At, From: parseState(e.From), To: parseState(e.To), Reason: parseReason(e.Reason), Cause: e.Cause,
+		})
+	}
+}
+
+func parseState(s string) vrrp.State {
+	for _, st := range vrrp.States() {
+		if st.String() == s {
+			return st
+		}
+	}
+	return vrrp.StateInitialize
+}
+
+func parseReason(s string) vrrp.Reason {
+	for r := vrrp.Reason(1); r.String() != "invalid"; r++ {
+		if r.String() == s {
+			return r
+		}
+	}
+	return vrrp.ReasonResumed
+}
