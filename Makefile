@@ -11,7 +11,8 @@ LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # keep a 2-core machine responsive enough.
 TESTFLAGS ?= -count=1 -p 2 -timeout 20m
 
-.PHONY: all build deps demo bench test test-short lint fuzz clean
+.PHONY: all build deps demo bench test test-short lint fuzz clean \
+	man deb rpm package-lint ansible-lint packaging-deps e2e install
 
 all: build
 
@@ -43,11 +44,40 @@ test-short:
 lint:
 	@fmt=$$(gofmt -l .); if [ -n "$$fmt" ]; then echo "gofmt needed:"; echo "$$fmt"; exit 1; fi
 	$(GO) vet ./...
-	GOOS=darwin $(GO) vet ./vrrp/ ./config/ ./netif/ ./arp/ ./transport/
+	GOOS=darwin $(GO) vet ./vrrp/ ./config/ ./netif/ ./arp/ ./transport/ ./health/ ./control/ ./systemd/ ./metrics/
 	$(GO) run $(STATICCHECK) ./...
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./vrrp/
+
+# Man pages vipd(8), vipd.toml(5) from docs/*.md into dist/man.
+man:
+	packaging/build.sh man
+
+# dist/ packages for amd64 and arm64 (nfpm through go run, pinned).
+deb:
+	VERSION=$(VERSION) COMMIT=$(COMMIT) packaging/build.sh deb
+rpm:
+	VERSION=$(VERSION) COMMIT=$(COMMIT) packaging/build.sh rpm
+
+packaging-deps:
+	packaging/e2e/install-deps
+
+# lintian, rpm -qpi/-qpl, the same files in both, systemd-analyze verify and
+# the security score.
+package-lint: packaging-deps
+	packaging/build.sh lint
+
+ansible-lint: packaging-deps
+	ansible-lint --nocolor packaging/ansible
+
+# Three systemd containers, the Ansible role, failover, upgrade, reload,
+# watchdog (systemd-nspawn; the root file system is cached).
+e2e: packaging-deps
+	packaging/e2e/run.sh
+
+install:
+	packaging/install.sh
 
 clean:
 	rm -rf bin dist

@@ -1,0 +1,55 @@
+#!/bin/sh
+# Installs vipd from a source build the way the packages do (make install):
+#
+#   /usr/sbin/vipd                              from bin/vipd (make build)
+#   /usr/lib/systemd/system/vipd.service        + compat drop-ins the binary needs
+#   /usr/lib/sysusers.d/vipd.conf               the system user
+#   /usr/share/man/man8/vipd.8.gz, man5/vipd.toml.5.gz
+#   /usr/share/doc/vipd/vipd.toml.example
+#   /etc/vipd/                                  empty: the service starts once
+#                                               /etc/vipd/vipd.toml exists
+#
+# With DESTDIR set it only lays the files out under it (for other packaging);
+# without, as root on a systemd host, it also creates the user and enables
+# the unit. It never writes /etc/vipd/vipd.toml.
+#
+# Environment: DESTDIR, BIN (default bin/vipd), GO.
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+cd "$root"
+
+DESTDIR=${DESTDIR:-}
+BIN=${BIN:-bin/vipd}
+[ -x "$BIN" ] || { echo "install.sh: no $BIN: run make build first" >&2; exit 1; }
+[ -f dist/man/vipd.8.gz ] || packaging/build.sh man
+
+install -D -m 0755 "$BIN" "$DESTDIR/usr/sbin/vipd"
+install -D -m 0644 packaging/systemd/vipd.service "$DESTDIR/usr/lib/systemd/system/vipd.service"
+install -D -m 0644 packaging/systemd/vipd.sysusers "$DESTDIR/usr/lib/sysusers.d/vipd.conf"
+install -D -m 0644 dist/man/vipd.8.gz "$DESTDIR/usr/share/man/man8/vipd.8.gz"
+install -D -m 0644 dist/man/vipd.toml.5.gz "$DESTDIR/usr/share/man/man5/vipd.toml.5.gz"
+install -D -m 0644 packaging/vipd.toml "$DESTDIR/usr/share/doc/vipd/vipd.toml.example"
+install -d -m 0755 "$DESTDIR/etc/vipd"
+
+# The drop-ins that adapt the unit to what this binary lacks; stale ones
+# from an older binary go.
+have=$(packaging/features.sh "$BIN")
+for feature in notify reload cleanup; do
+	dropin=$DESTDIR/usr/lib/systemd/system/vipd.service.d/compat-$feature.conf
+	if printf '%s\n' "$have" | grep -qx "$feature"; then
+		rm -f "$dropin"
+	else
+		install -D -m 0644 "packaging/systemd/compat/$feature.conf" "$dropin"
+		echo "install.sh: vipd lacks $feature: installed $(basename "$dropin")"
+	fi
+done
+rmdir "$DESTDIR/usr/lib/systemd/system/vipd.service.d" 2>/dev/null || true
+
+if [ -z "$DESTDIR" ] && [ -d /run/systemd/system ]; then
+	systemd-sysusers /usr/lib/sysusers.d/vipd.conf
+	systemctl daemon-reload
+	systemctl enable vipd.service
+	echo "install.sh: vipd.service enabled; it starts once /etc/vipd/vipd.toml exists (systemctl start vipd)"
+fi
