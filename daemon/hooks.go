@@ -87,6 +87,10 @@ func (h *hookRunner) run(r hookRun) {
 	switch {
 	case ctx.Err() != nil:
 		log.Error("notify hook killed after its timeout", "timeout", r.timeout)
+	case errors.Is(err, exec.ErrWaitDelay):
+		// The hook exited; something it started in the background still
+		// holds its output. That process is the hook's business.
+		log.Warn("notify hook done, but a process it started kept its output open; redirect the output of background commands", "took", took)
 	case err != nil:
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {

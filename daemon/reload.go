@@ -82,9 +82,10 @@ func (d *Daemon) ReloadConfig(ctx context.Context) ([]string, error) {
 	}
 	d.mu.Unlock()
 	if len(changes) == 0 {
-		changes = append(changes, "no changes")
+		d.log.Info("configuration reloaded: no changes")
+	} else {
+		d.log.Info("configuration reloaded", "changes", changes)
 	}
-	d.log.Info("configuration reloaded", "changes", changes)
 	return changes, nil
 }
 

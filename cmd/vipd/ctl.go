@@ -80,7 +80,14 @@ func cmdControl(cmd string, args []string, stdout, stderr io.Writer) int {
 		res, err = c.Reload(ctx)
 		result, render = res, func(w io.Writer) { control.RenderReload(w, res) }
 		if err != nil && len(res.Problems) > 0 {
-			control.RenderReload(stderr, res)
+			if *asJSON {
+				// Scripts read the problems where they read a result.
+				enc := json.NewEncoder(stdout)
+				enc.SetIndent("", "  ")
+				enc.Encode(res)
+			} else {
+				control.RenderReload(stderr, res)
+			}
 			return 1
 		}
 	}
