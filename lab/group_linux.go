@@ -211,10 +211,13 @@ func (g *Group) WaitStable(ctx context.Context, timeout time.Duration) (int, err
 	return want, nil
 }
 
-// Fault injects mode into node i and returns the time just before it.
-func (g *Group) Fault(mode Mode, i int) (time.Time, error) {
+// Fault injects mode into node i. It returns when the fault took effect
+// (the netlink or kill call returned: on a busy machine that call alone can
+// take tens of ms, and an advert sent meanwhile is not the fault's) and how
+// long the call took.
+func (g *Group) Fault(mode Mode, i int) (time.Time, time.Duration, error) {
 	d := g.daemons[i-1]
-	t0 := time.Now()
+	start := time.Now()
 	var err error
 	switch mode {
 	case Cut:
@@ -224,18 +227,19 @@ func (g *Group) Fault(mode Mode, i int) (time.Time, error) {
 		}
 	case Kill:
 		if d == nil {
-			return t0, fmt.Errorf("lab: n%d has no daemon", i)
+			return start, 0, fmt.Errorf("lab: n%d has no daemon", i)
 		}
 		err = d.Kill()
 	case Graceful:
 		if d == nil {
-			return t0, fmt.Errorf("lab: n%d has no daemon", i)
+			return start, 0, fmt.Errorf("lab: n%d has no daemon", i)
 		}
 		err = d.Signal(syscall.SIGTERM)
 	default:
 		err = fmt.Errorf("lab: unknown mode %v", mode)
 	}
-	return t0, err
+	t0 := time.Now()
+	return t0, t0.Sub(start), err
 }
 
 // Restore undoes a fault on node i: the link comes back, or the daemon is
@@ -299,7 +303,8 @@ func (g *Group) Trial(ctx context.Context, mode Mode, n int) (TrialResult, error
 	}
 
 	g.phase(time.Now(), faultText(mode, old, g.spec.Kind))
-	t0, err := g.Fault(mode, old)
+	t0, call, err := g.Fault(mode, old)
+	res.FaultCallMS = ms(call)
 	if err != nil {
 		return fail(err)
 	}
@@ -387,7 +392,9 @@ func (g *Group) Trial(ctx context.Context, mode Mode, n int) (TrialResult, error
 		}
 	}
 	if mode == Graceful {
-		for _, e := range g.mon.Events(t0, time.Time{}) {
+		// From the start of the kill call: the daemon may answer SIGTERM
+		// before the call has returned to us.
+		for _, e := range g.mon.Events(t0.Add(-call), time.Time{}) {
 			if e.Kind == AdvertChanged && e.Node == old && e.Priority == 0 {
 				res.ReleaseMS = ms(e.At.Sub(t0))
 				break

@@ -79,6 +79,9 @@ type TrialResult struct {
 	// NewPriority is the new master's priority (it sets the bound).
 	NewPriority int `json:"new_priority"`
 
+	// FaultCallMS is how long injecting the fault took; every "fault →"
+	// time below starts when that call returned.
+	FaultCallMS float64 `json:"fault_call_ms"`
 	// OutageMS is the longest gap between answered probes (client view).
 	OutageMS float64 `json:"outage_ms"`
 	// TakeoverMS: fault → the new owner has the VIP (netlink event).
