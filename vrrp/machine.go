@@ -7,6 +7,10 @@ import (
 	"time"
 )
 
+// frozenAfter is how many advert intervals late a Master's timer must fire
+// for the Master to assume that it was frozen and that Backups took over.
+const frozenAfter = 3
+
 // A Clock tells the machine the time; the daemon passes the real clock,
 // tests a fake one.
 type Clock interface {
@@ -387,9 +391,12 @@ func (m *Machine) TimerFired(t Timer, out []Action) []Action {
 		if m.probation {
 			// Nobody took over while we were frozen: carry on.
 			m.probation = false
-		} else if late > 2*m.cfg.AdvertInterval {
-			// Backups may have declared us dead (their Master_Down_Interval
-			// is more than 3 intervals): listen for one interval first.
+		} else if late > frozenAfter*m.cfg.AdvertInterval {
+			// Silent for more than 4 intervals: every Backup has declared
+			// us dead (Master_Down_Interval is under 4 intervals), so
+			// another router may be Master now. Listen for one interval
+			// before speaking. A shorter delay is a busy scheduler, not a
+			// freeze: carry on, or a Backup that never timed out would.
 			m.probation = true
 			m.frozenFor = late
 			return m.arm(out, TimerAdvert, m.cfg.AdvertInterval)
@@ -498,7 +505,7 @@ func (m *Machine) backupReceive(out []Action, now time.Time, adv MasterInfo) []A
 // and from having been frozen.
 func (m *Machine) masterReceive(out []Action, now time.Time, adv MasterInfo) []Action {
 	if !m.probation {
-		if due := m.deadline[TimerAdvert]; !due.IsZero() && now.Sub(due) > 2*m.cfg.AdvertInterval {
+		if due := m.deadline[TimerAdvert]; !due.IsZero() && now.Sub(due) > frozenAfter*m.cfg.AdvertInterval {
 			// Our advert timer is long overdue: we were frozen and this
 			// advert may come from whoever took over meanwhile.
 			m.probation = true

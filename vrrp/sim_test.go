@@ -18,6 +18,10 @@ type simNode struct {
 	holds       bool
 	transitions []Transition
 	lastSent    time.Time
+	// frozen: the process is stopped; its timers wait and packets to it
+	// queue in its socket.
+	frozen bool
+	held   []simPacket
 }
 
 type simPacket struct {
@@ -122,6 +126,9 @@ func (s *sim) run(d time.Duration) {
 			}
 		}
 		for _, n := range s.nodes {
+			if n.frozen {
+				continue
+			}
 			for t := TimerAdvert; t < numTimers; t++ {
 				if d := n.deadlines[t]; !d.IsZero() && (at.IsZero() || d.Before(at)) {
 					at, pkt, node, timer = d, -1, n, t
@@ -132,11 +139,17 @@ func (s *sim) run(d time.Duration) {
 			s.clk.now = end
 			return
 		}
-		s.clk.now = at
+		if at.After(s.clk.now) {
+			s.clk.now = at // an overdue timer (a thawed router) fires now
+		}
 		if pkt >= 0 {
 			p := s.queue[pkt]
 			s.queue = append(s.queue[:pkt], s.queue[pkt+1:]...)
 			if !p.to.linkUp || !p.from.linkUp {
+				continue
+			}
+			if p.to.frozen {
+				p.to.held = append(p.to.held, p)
 				continue
 			}
 			var adv Advertisement
@@ -365,23 +378,19 @@ func TestSimFrozenMasterMovesOnce(t *testing.T) {
 	s.onlyMaster(r1)
 	// SIGSTOP: r1 neither sends nor processes for 10s, but its addresses stay
 	// and adverts sent to it wait in its socket.
-	r1.linkUp = true
-	frozen := r1.deadlines
-	r1.deadlines = [numTimers]time.Time{}
-	var queued []simPacket
-	s.queue = filterPackets(s.queue, r1, &queued)
+	r1.frozen = true
 	s.run(10 * time.Second)
-	s.queue = filterPackets(s.queue, r1, &queued)
 	if !contains(s.masters(), r2) {
 		t.Fatalf("r2 did not take over while r1 was frozen")
 	}
 	// SIGCONT: the timer fires late first, then the queued adverts arrive.
 	dupWhileFrozen := s.dupTotal + s.clk.now.Sub(s.dupSince)
-	r1.deadlines = frozen
-	for _, p := range queued {
+	r1.frozen = false
+	for _, p := range r1.held {
 		p.at = s.clk.now
 		s.queue = append(s.queue, p)
 	}
+	r1.held = nil
 	s.run(time.Minute)
 	s.onlyMaster(r2)
 	if got := len(r1.transitions); r1.transitions[got-1].Reason != ReasonFrozen {
@@ -391,6 +400,28 @@ func TestSimFrozenMasterMovesOnce(t *testing.T) {
 	// runs again it lets go within one advert interval.
 	if after := s.dupTotal - dupWhileFrozen; after > time.Second {
 		t.Errorf("duplicate ownership %v after resuming, want at most one advert interval", after)
+	}
+}
+
+func TestSimShortStallDoesNotYield(t *testing.T) {
+	// A Master stalled for less than Backups wait (a busy scheduler) just
+	// carries on: nobody took over, nothing moves.
+	s := newSim(t, threeRouters(150, 100, 50)...)
+	s.run(10 * time.Second)
+	r1 := s.nodes[0]
+	moves := len(r1.transitions)
+	r1.frozen = true
+	s.run(2500 * time.Millisecond)
+	r1.frozen = false
+	for _, p := range r1.held {
+		p.at = s.clk.now
+		s.queue = append(s.queue, p)
+	}
+	r1.held = nil
+	s.run(time.Minute)
+	s.onlyMaster(r1)
+	if len(r1.transitions) != moves {
+		t.Errorf("r1 changed state after a short stall: %+v", r1.transitions[moves:])
 	}
 }
 
