@@ -257,6 +257,7 @@ func TestSecondOwnerDetected(t *testing.T) {
 		// announces again at once.
 		before := n1.host.announced(testVIP.Addr())
 		n1.host.claims <- arp.Claim{IP: testVIP.Addr(), MAC: foreign, Op: arp.OperationReply}
+		time.Sleep(conflictGrace + time.Millisecond)
 		synctest.Wait()
 		st := n1.d.Snapshot()[0]
 		if st.Conflicts != 1 || st.LastConflict.MAC.String() != foreign.String() {
@@ -267,6 +268,7 @@ func TestSecondOwnerDetected(t *testing.T) {
 		}
 		// Claims for other addresses are none of our business.
 		n1.host.claims <- arp.Claim{IP: netip.MustParseAddr("198.51.100.99"), MAC: foreign, Op: arp.OperationRequest}
+		time.Sleep(conflictGrace + time.Millisecond)
 		synctest.Wait()
 		if got := n1.d.Snapshot()[0].Conflicts; got != 1 {
 			t.Errorf("conflicts %d after an unrelated claim", got)
@@ -276,6 +278,30 @@ func TestSecondOwnerDetected(t *testing.T) {
 		}
 		if n1.state() != vrrp.StateMaster {
 			t.Errorf("master lost its state: %v", n1.state())
+		}
+	})
+}
+
+func TestClaimOfAPreemptingPeerIsNoConflict(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lan := &fakeLAN{}
+		n1 := startNode(t, lan, "198.51.100.11", testInstance(150))
+		time.Sleep(10 * time.Second)
+		// A higher-priority peer takes over: its gratuitous ARP may be read
+		// before its advert.
+		peer := netip.MustParseAddr("198.51.100.20")
+		n1.host.claims <- arp.Claim{IP: testVIP.Addr(), MAC: net.HardwareAddr{2, 0, 0, 0, 0, 20}, Op: arp.OperationReply}
+		synctest.Wait()
+		adv, _ := (&vrrp.Advertisement{VRID: 51, Priority: 200, Interval: time.Second, Addresses: []netip.Addr{testVIP.Addr()}}).Append(nil, peer, vrrp.GroupIPv4)
+		lan.inject(adv, peer, vrrp.GroupIPv4, 255)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		st := n1.d.Snapshot()[0]
+		if st.State != vrrp.StateBackup {
+			t.Fatalf("state %v, want BACKUP", st.State)
+		}
+		if st.Conflicts != 0 {
+			t.Errorf("the new Master's announcement was taken for a second owner (%d)", st.Conflicts)
 		}
 	})
 }

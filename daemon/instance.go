@@ -114,6 +114,8 @@ type instance struct {
 	garpTimer            *time.Timer
 	refresh              *time.Timer
 	probe                *time.Timer
+	claimTimer           *time.Timer
+	pendingClaim         *arp.Claim
 	timers               [3]*time.Timer // by vrrp.Timer
 	reported             map[dropKey]time.Time
 }
@@ -219,7 +221,7 @@ func (in *instance) run(ctx context.Context) error {
 	for i := range in.timers {
 		in.timers[i] = stoppedTimer()
 	}
-	in.garpTimer, in.refresh, in.probe = stoppedTimer(), stoppedTimer(), stoppedTimer()
+	in.garpTimer, in.refresh, in.probe, in.claimTimer = stoppedTimer(), stoppedTimer(), stoppedTimer(), stoppedTimer()
 	for {
 		ifi, up, err := in.waitLink(ctx)
 		if err != nil {
@@ -437,6 +439,8 @@ func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
 			in.probeVIPs()
 		case c := <-in.claims:
 			in.onClaim(c)
+		case <-in.claimTimer.C:
+			in.reportConflict()
 		case cmd := <-in.cmds:
 			cmd()
 			continue
@@ -486,12 +490,15 @@ const (
 	conflictLogEvery    = 10 * time.Second
 	// probeEvery is how often a Master asks who else has its VIPs.
 	probeEvery = time.Second
+	// conflictGrace is how long a claim waits for an advert that explains it.
+	conflictGrace = 20 * time.Millisecond
 )
 
-// onClaim handles another host's ARP packet. A Master that sees a VIP
-// claimed from a foreign MAC (a host left over from a partition, a stale
-// kube-vip, a static address) reports it and announces again at once, so
-// neighbours end up on our MAC: its answer comes after the other's.
+// onClaim handles another host's ARP packet claiming one of our VIPs while
+// we are Master. A peer that preempts us sends its advert and then its
+// gratuitous ARP; both arrive together and may be read in either order, so
+// the claim waits conflictGrace: if we are still Master then, the claimant
+// is a second owner, not the new Master.
 func (in *instance) onClaim(c arp.Claim) {
 	if st, _ := in.m.State(); st != vrrp.StateMaster {
 		return
@@ -506,6 +513,24 @@ func (in *instance) onClaim(c arp.Claim) {
 	if !ours {
 		return
 	}
+	if in.pendingClaim == nil {
+		in.claimTimer.Reset(min(in.cfg.AdvertInterval, conflictGrace))
+	}
+	in.pendingClaim = &c
+}
+
+// reportConflict reports a claim that outlived conflictGrace and announces our
+// MAC again, so neighbours end up on it: our answer comes after the other's.
+func (in *instance) reportConflict() {
+	claim := in.pendingClaim
+	in.pendingClaim = nil
+	if claim == nil {
+		return
+	}
+	if st, _ := in.m.State(); st != vrrp.StateMaster {
+		return
+	}
+	c := *claim
 	in.counters.conflicts.Add(1)
 	in.mu.Lock()
 	in.conflict = c
