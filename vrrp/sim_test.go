@@ -425,18 +425,6 @@ func TestSimShortStallDoesNotYield(t *testing.T) {
 	}
 }
 
-func filterPackets(q []simPacket, to *simNode, held *[]simPacket) []simPacket {
-	kept := q[:0]
-	for _, p := range q {
-		if p.to == to {
-			*held = append(*held, p)
-			continue
-		}
-		kept = append(kept, p)
-	}
-	return kept
-}
-
 func contains(ns []*simNode, n *simNode) bool {
 	for _, x := range ns {
 		if x == n {
