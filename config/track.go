@@ -303,6 +303,9 @@ func (c *checker) argv(f field, p string, required bool) ([]string, bool) {
 				quoted[i] = strconv.Quote(w)
 			}
 			example = "[" + strings.Join(quoted, ", ") + "]"
+			if !strings.HasPrefix(words[0], "/") {
+				example += ", with the program as an absolute path"
+			}
 		}
 		c.add(p, "%s must be an array of strings, the program and its arguments (it runs without a shell), such as %s", c.rel(p), example)
 		return nil, false

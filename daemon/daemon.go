@@ -2,9 +2,12 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -32,6 +35,9 @@ type Options struct {
 	// Handover, when set, is the state the previous process of this daemon
 	// left at a binary upgrade: its Masters carry on as Masters.
 	Handover *Handover
+	// HeldFile, when set, is where the daemon keeps the list of addresses it
+	// holds, for `vipd cleanup` after a crash with an unreadable config.
+	HeldFile string
 	// Upgrade, when set, is asked at every reload whether a new binary is on
 	// disk; if it takes over (true), the reload is its to finish.
 	Upgrade func(ctx context.Context) (upgrading bool, changes []string, err error)
@@ -43,6 +49,7 @@ type Daemon struct {
 	env  Env
 	opts Options
 
+	heldMu    sync.Mutex // serialises writes of Options.HeldFile
 	mu        sync.Mutex // guards cfg, instances, history
 	cfg       *config.Config
 	instances []*running
@@ -119,6 +126,7 @@ func (d *Daemon) hooks() instanceHooks {
 			}
 		},
 		trackerCheck: d.opts.OnTrackerCheck,
+		held:         d.writeHeld,
 	}
 }
 
@@ -271,4 +279,48 @@ func (d *Daemon) find(name string) ([]*running, error) {
 		}
 	}
 	return nil, fmt.Errorf("no instance %q", name)
+}
+
+// HeldVIP is one address a daemon holds, as kept in Options.HeldFile.
+type HeldVIP struct {
+	Interface string       `json:"interface"`
+	VIP       netip.Prefix `json:"vip"`
+}
+
+// writeHeld rewrites Options.HeldFile with the addresses held now.
+func (d *Daemon) writeHeld() {
+	if d.opts.HeldFile == "" {
+		return
+	}
+	d.heldMu.Lock()
+	defer d.heldMu.Unlock()
+	held := []HeldVIP{}
+	for _, r := range d.snapshot() {
+		st := r.in.status()
+		if !st.Held {
+			continue
+		}
+		for _, v := range st.VIPs {
+			held = append(held, HeldVIP{Interface: st.Interface, VIP: v})
+		}
+	}
+	b, _ := json.Marshal(held)
+	tmp := d.opts.HeldFile + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		d.log.Warn("cannot record the held addresses for vipd cleanup", "error", err)
+		return
+	}
+	if err := os.Rename(tmp, d.opts.HeldFile); err != nil {
+		d.log.Warn("cannot record the held addresses for vipd cleanup", "error", err)
+	}
+}
+
+// ReadHeld returns what a daemon last recorded in its held file.
+func ReadHeld(path string) ([]HeldVIP, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var held []HeldVIP
+	return held, json.Unmarshal(b, &held)
 }

@@ -22,11 +22,12 @@ type Handover struct {
 
 // InstanceHandover is one instance's state at the handover.
 type InstanceHandover struct {
-	Name      string `json:"name"`
-	VRID      uint8  `json:"vrid"`
-	Interface string `json:"interface"`
-	State     string `json:"state"`
-	Held      bool   `json:"held"`
+	Name        string `json:"name"`
+	VRID        uint8  `json:"vrid"`
+	Interface   string `json:"interface"`
+	State       string `json:"state"`
+	Held        bool   `json:"held"`
+	Transitions uint64 `json:"transitions"`
 }
 
 // HandoverHistEntry keeps `vipd history` across the upgrade.
@@ -99,7 +100,8 @@ func (d *Daemon) Detach(ctx context.Context) (*Handover, error) {
 			in.mu.Lock()
 			held := in.held
 			in.mu.Unlock()
-			ih = InstanceHandover{Name: in.id.name, VRID: in.id.vrid, Interface: in.id.ifname, State: st.String(), Held: held}
+			ih = InstanceHandover{Name: in.id.name, VRID: in.id.vrid, Interface: in.id.ifname, State: st.String(), Held: held,
+				Transitions: in.counters.transitions.Load()}
 			in.detach = true
 		})
 		if err != nil {

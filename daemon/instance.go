@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -114,6 +115,7 @@ type instance struct {
 	garpTimer            *time.Timer
 	refresh              *time.Timer
 	probe                *time.Timer
+	masterDownAt         time.Time // when the Master_Down_Timer is really due
 	claimTimer           *time.Timer
 	pendingClaim         *arp.Claim
 	timers               [3]*time.Timer // by vrrp.Timer
@@ -137,6 +139,7 @@ type instanceHooks struct {
 	transition   func(instance string, tr vrrp.Transition)
 	conflict     func(instance string)
 	trackerCheck func(instance, tracker string, d time.Duration, ok bool)
+	held         func() // the set of held addresses may have changed
 }
 
 func newInstance(ic config.Instance, siblings []uint8, stateDir string, log *slog.Logger, env Env, hooks instanceHooks) *instance {
@@ -255,6 +258,8 @@ func (in *instance) run(ctx context.Context) error {
 			in.m.SetFault(fault, nil)
 			if r := in.resume; r != nil {
 				in.log.Info("resuming the previous process's state", "state", r.State, "held", r.Held)
+				// The resumed transition below is not a move.
+				in.counters.transitions.Store(r.Transitions - 1)
 				in.exec(in.m.Resume(up, r.State == vrrp.StateMaster.String() && r.Held, nil))
 				in.resume = nil
 			} else {
@@ -396,7 +401,7 @@ func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
 				default: // a storm of claims: the next one will do
 				}
 			})
-			if err != nil {
+			if err != nil && monCtx.Err() == nil {
 				in.log.Warn("ARP monitor stopped", "error", err)
 			}
 		}()
@@ -429,6 +434,7 @@ func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
 		case <-in.timers[vrrp.TimerAdvert].C:
 			out = in.m.TimerFired(vrrp.TimerAdvert, out)
 		case <-in.timers[vrrp.TimerMasterDown].C:
+			in.waitUntil(in.masterDownAt)
 			out = in.m.TimerFired(vrrp.TimerMasterDown, out)
 		case <-in.garpTimer.C:
 			in.garpStep()
@@ -651,7 +657,15 @@ func (in *instance) exec(actions []vrrp.Action) {
 		case vrrp.ActAnnounce:
 			in.startBurst()
 		case vrrp.ActArmTimer:
-			in.timers[a.Timer].Reset(a.After)
+			after := a.After
+			if a.Timer == vrrp.TimerMasterDown {
+				// Go's timers wake through epoll in whole milliseconds and
+				// so fire up to a millisecond late; a takeover should not.
+				// Wake early and wait out the rest in onMasterDown.
+				in.masterDownAt = in.env.Now().Add(after)
+				after = max(after-timerLead, 0)
+			}
+			in.timers[a.Timer].Reset(after)
 		case vrrp.ActStopTimer:
 			in.timers[a.Timer].Stop()
 		case vrrp.ActTransition:
@@ -698,6 +712,9 @@ func (in *instance) takeAddresses() {
 	in.mu.Lock()
 	in.held = true
 	in.mu.Unlock()
+	if in.hooks.held != nil {
+		in.hooks.held()
+	}
 	in.startBurst()
 	if in.cfg.GARP.Refresh > 0 {
 		in.refresh.Reset(in.cfg.GARP.Refresh)
@@ -732,6 +749,9 @@ func (in *instance) releaseAddresses() {
 	in.mu.Lock()
 	in.held = false
 	in.mu.Unlock()
+	if in.hooks.held != nil {
+		in.hooks.held()
+	}
 }
 
 // startBurst announces every VIP now and repeat-1 more times at interval.
@@ -765,6 +785,9 @@ func (in *instance) announce() {
 }
 
 func (in *instance) transition(tr vrrp.Transition) {
+	// Readers of the snapshot (systemd's status line, status) must see the
+	// new state when the hooks below run.
+	in.publish()
 	in.counters.transitions.Add(1)
 	in.mu.Lock()
 	in.last = tr
@@ -830,6 +853,30 @@ func (in *instance) publish() {
 	in.priority = in.m.Priority()
 	in.master = in.m.Master()
 	in.mu.Unlock()
+}
+
+// timerLead is how early the Master_Down_Timer wakes the loop; the rest is
+// waited out precisely. It only fires at a takeover, so the spin is rare.
+const timerLead = 2 * time.Millisecond
+
+// waitUntil yields the processor until t, for at most timerLead. A clock
+// that stands still while we spin (a test's fake one) is slept on instead.
+func (in *instance) waitUntil(t time.Time) {
+	now := in.env.Now()
+	if t.Sub(now) > timerLead {
+		return
+	}
+	for still := 0; now.Before(t); {
+		runtime.Gosched()
+		next := in.env.Now()
+		if next.Equal(now) {
+			if still++; still > 100 {
+				time.Sleep(t.Sub(now))
+				return
+			}
+		}
+		now = next
+	}
 }
 
 func stoppedTimer() *time.Timer {

@@ -26,7 +26,22 @@ func (d *Daemon) ReloadConfig(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cerr := CheckTrackers(next); cerr != nil {
+		return nil, cerr
+	}
 	var changes []string
+	d.mu.Lock()
+	prevGlobal := d.cfg.Global
+	d.mu.Unlock()
+	if g := next.Global; g != prevGlobal {
+		if g.LogLevel != prevGlobal.LogLevel {
+			changes = append(changes, fmt.Sprintf("global: log_level %v -> %v", prevGlobal.LogLevel, g.LogLevel))
+		}
+		g.LogLevel = prevGlobal.LogLevel
+		if g != prevGlobal {
+			changes = append(changes, "global: node_name, socket, socket_group, state_dir, log_format or metrics_listen changed: they take effect at the next restart")
+		}
+	}
 	old := d.snapshot()
 	byName := map[string]*running{}
 	for _, r := range old {

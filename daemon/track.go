@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -20,36 +21,63 @@ type trackerSet struct {
 	wg       sync.WaitGroup
 }
 
+// CheckTrackers prepares every tracker of cfg without running one, and
+// returns what the config package could not see (a CA file that does not
+// load, an exec program that is missing) as problems with their lines.
+func CheckTrackers(cfg *config.Config) *config.Error {
+	var problems []config.Problem
+	for _, ic := range cfg.Instances {
+		for _, tr := range ic.Tracks {
+			if _, err := newTracker(tr, nil, nil); err != nil {
+				problems = append(problems, config.Problem{File: cfg.Path, Line: tr.Line,
+					Message: fmt.Sprintf("instance %q: track %q: %v", ic.Name, tr.Name, err)})
+			}
+		}
+	}
+	if problems == nil {
+		return nil
+	}
+	return &config.Error{Problems: problems}
+}
+
+func newTracker(tr config.Track, log *slog.Logger, opts []health.Option) (*health.Tracker, error) {
+	typ, err := health.ParseType(tr.Type)
+	if err != nil {
+		return nil, err
+	}
+	spec := health.Spec{
+		Name: tr.Name, Type: typ, Weight: tr.Weight, Fall: tr.Fall, Rise: tr.Rise,
+		Interval: tr.Interval, Timeout: tr.Timeout,
+		URL: tr.URL, OKStatus: tr.OKStatus, CAFile: tr.CAFile, CertFile: tr.CertFile, KeyFile: tr.KeyFile,
+		InsecureSkipVerify: tr.InsecureSkipVerify,
+		Command:            tr.Command, Path: tr.Path, Interface: tr.Interface,
+	}.WithDefaults()
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	checker, err := health.NewChecker(spec)
+	if err != nil {
+		return nil, err
+	}
+	return health.NewTracker(spec, checker, log, opts...), nil
+}
+
 // buildTrackers checks every tracker's configuration and prepares its
 // checker; nothing runs yet. Problems the config package cannot see (a CA
 // file that does not load) are reported with the tracker's line.
 func (in *instance) buildTrackers(tracks []config.Track) ([]*health.Tracker, error) {
 	var ts []*health.Tracker
 	for _, tr := range tracks {
-		typ, err := health.ParseType(tr.Type)
-		if err != nil {
-			return nil, fmt.Errorf("line %d: track %q: %w", tr.Line, tr.Name, err)
-		}
-		spec := health.Spec{
-			Name: tr.Name, Type: typ, Weight: tr.Weight, Fall: tr.Fall, Rise: tr.Rise,
-			Interval: tr.Interval, Timeout: tr.Timeout,
-			URL: tr.URL, OKStatus: tr.OKStatus, CAFile: tr.CAFile, CertFile: tr.CertFile, KeyFile: tr.KeyFile,
-			InsecureSkipVerify: tr.InsecureSkipVerify,
-			Command:            tr.Command, Path: tr.Path, Interface: tr.Interface,
-		}.WithDefaults()
-		if err := spec.Validate(); err != nil {
-			return nil, fmt.Errorf("line %d: track %q: %w", tr.Line, tr.Name, err)
-		}
-		checker, err := health.NewChecker(spec)
-		if err != nil {
-			return nil, fmt.Errorf("line %d: track %q: %w", tr.Line, tr.Name, err)
-		}
 		name := tr.Name
 		var opts []health.Option
 		if obs := in.hooks.trackerCheck; obs != nil {
 			opts = append(opts, health.WithCheckObserver(func(d time.Duration, ok bool) { obs(in.id.name, name, d, ok) }))
 		}
-		ts = append(ts, health.NewTracker(spec, checker, in.log, opts...))
+		t, err := newTracker(tr, in.log, opts)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: track %q: %w", tr.Line, tr.Name, err)
+		}
+		ts = append(ts, t)
 	}
 	return ts, nil
 }

@@ -8,24 +8,25 @@
 // not carry is fed by events: state transitions, tracker check durations
 // and ARP address conflicts.
 //
-// Every per-instance series has an "instance" label, the configured name:
+// Every per-instance series has a "vrrp_instance" label, the configured name
+// (not "instance", which Prometheus gives the scraped host):
 //
-//	vipd_instance_info{instance,interface,vrid}        1
-//	vipd_instance_state{instance,state}                1 for the current state, 0 for the others
-//	vipd_transitions_total{instance,from,to}           event-fed
-//	vipd_priority_base{instance}                       configured priority
-//	vipd_priority_effective{instance}                  advertised priority, after trackers
-//	vipd_master_priority_seen{instance}                the Master's priority; absent until one is heard
-//	vipd_adverts_sent_total{instance}
-//	vipd_adverts_received_total{instance}
-//	vipd_adverts_dropped_total{instance,reason}
-//	vipd_garp_sent_total{instance}
-//	vipd_tracker_healthy{instance,tracker}             1 healthy, 0 failing
-//	vipd_tracker_check_seconds{instance,tracker}       histogram, event-fed
-//	vipd_tracker_check_failures_total{instance,tracker} event-fed
-//	vipd_drained{instance}                             1 while drained
-//	vipd_vips_held{instance}                           1 while the addresses are on the interface
-//	vipd_address_conflicts_total{instance}             event-fed
+//	vipd_instance_info{vrrp_instance,interface,vrid}        1
+//	vipd_instance_state{vrrp_instance,state}                1 for the current state, 0 for the others
+//	vipd_transitions_total{vrrp_instance,from,to}           event-fed
+//	vipd_priority_base{vrrp_instance}                       configured priority
+//	vipd_priority_effective{vrrp_instance}                  advertised priority, after trackers
+//	vipd_master_priority_seen{vrrp_instance}                the Master's priority; absent until one is heard
+//	vipd_adverts_sent_total{vrrp_instance}
+//	vipd_adverts_received_total{vrrp_instance}
+//	vipd_adverts_dropped_total{vrrp_instance,reason}
+//	vipd_garp_sent_total{vrrp_instance}
+//	vipd_tracker_healthy{vrrp_instance,tracker}             1 healthy, 0 failing
+//	vipd_tracker_check_seconds{vrrp_instance,tracker}       histogram, event-fed
+//	vipd_tracker_check_failures_total{vrrp_instance,tracker} event-fed
+//	vipd_drained{vrrp_instance}                             1 while drained
+//	vipd_vips_held{vrrp_instance}                           1 while the addresses are on the interface
+//	vipd_address_conflicts_total{vrrp_instance}             event-fed
 //
 // plus the Go runtime and process collectors (go_*, process_*) and
 // promhttp's own promhttp_metric_handler_* series.

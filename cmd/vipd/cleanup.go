@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/vipd/vipd/config"
 	"github.com/vipd/vipd/control"
+	"github.com/vipd/vipd/daemon"
 	"github.com/vipd/vipd/netif"
 )
 
@@ -24,8 +27,10 @@ func cmdCleanup(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg, err := config.Load(*path)
 	if err != nil {
+		// A daemon killed while its file was broken must still not leave a
+		// second owner: fall back to the list it kept of what it held.
 		printConfigError(stderr, *path, err)
-		return 1
+		return cleanupHeld(filepath.Join(filepath.Dir(config.DefaultSocket), "held.json"), stdout, stderr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -57,6 +62,35 @@ func cmdCleanup(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stdout, "%s: removed %s from %s\n", in.Name, v, in.Interface)
 			}
 		}
+	}
+	return code
+}
+
+// cleanupHeld removes the addresses a daemon recorded as held in file.
+func cleanupHeld(file string, stdout, stderr io.Writer) int {
+	held, err := daemon.ReadHeld(file)
+	if errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintf(stderr, "vipd cleanup: the configuration does not load and %s does not exist: nothing known to remove\n", file)
+		return 1
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "vipd cleanup: %v\n", err)
+		return 1
+	}
+	links, err := netif.New(slog.New(slog.DiscardHandler))
+	if err != nil {
+		fmt.Fprintf(stderr, "vipd cleanup: %v\n", err)
+		return 1
+	}
+	defer links.Close()
+	code := 0
+	for _, h := range held {
+		if err := links.RemoveVIP(h.Interface, h.VIP); err != nil {
+			fmt.Fprintf(stderr, "vipd cleanup: %s on %s: %v\n", h.VIP, h.Interface, err)
+			code = 1
+			continue
+		}
+		fmt.Fprintf(stdout, "removed %s from %s (from %s)\n", h.VIP, h.Interface, file)
 	}
 	return code
 }

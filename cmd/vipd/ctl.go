@@ -14,7 +14,7 @@ import (
 )
 
 // cmdControl runs a command against a running daemon's control socket.
-func cmdControl(cmd string, args []string, stdout, stderr io.Writer) int {
+func cmdControl(cmd string, args []string, stdout, stderr io.Writer) (code int) {
 	fs := flag.NewFlagSet("vipd "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	socket := fs.String("socket", "", "control socket (default: from the configuration, else "+config.DefaultSocket+")")
@@ -68,8 +68,10 @@ func cmdControl(cmd string, args []string, stdout, stderr io.Writer) int {
 		var res control.DrainResult
 		res, err = c.Drain(ctx, control.DrainRequest{Instance: instance, Wait: wait, Timeout: control.Duration(timeout), Note: note})
 		result, render = res, func(w io.Writer) { control.RenderDrain(w, res) }
-		if err == nil && res.Warning != "" {
-			defer func() { fmt.Fprintln(stderr, "vipd drain: warning:", res.Warning) }()
+		if err == nil && res.Warning != "" && wait {
+			// `vipd drain --wait && reboot` must not reboot a host that
+			// still holds the address. The table already shows the warning.
+			defer func() { code = 1 }()
 		}
 	case "undrain":
 		var res control.DrainResult

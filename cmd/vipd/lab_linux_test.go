@@ -348,6 +348,10 @@ func TestLabSurvivesMalformedFlood(t *testing.T) {
 	// loaded 2-core machine.
 	c := newCluster(t, time.Second, vipdOnly(2)...)
 	c.waitOnlyHolder(1)
+	// The transition is logged just after the address is added.
+	if !c.waitLog(1, "to=MASTER") {
+		t.Fatal("n1 did not log its transition to MASTER")
+	}
 	transitions := c.countLog(1, "state changed")
 	sent, took := flood(t, c.l, 10000, 10*time.Second)
 	t.Logf("flood: sent %d malformed adverts in %v", sent, took.Round(time.Millisecond))

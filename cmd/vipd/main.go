@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -155,6 +156,11 @@ func cmdRun(args []string, stderr io.Writer) int {
 		return 2
 	}
 	cfg, err := config.Load(*path)
+	if err == nil {
+		if cerr := daemon.CheckTrackers(cfg); cerr != nil {
+			err = cerr
+		}
+	}
 	if err != nil {
 		printConfigError(stderr, *path, err)
 		return exitConfig
@@ -208,6 +214,12 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, level *sl
 	// stop here, before it touches any address.
 	ctl, err := control.Listen(cfg.Global.Socket, cfg.Global.SocketGroup, log)
 	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			// Restarting will not help: say what to change, and stop
+			// systemd's restart loop with EX_CONFIG.
+			log.Error("control socket: permission denied; with socket_group the unit needs SupplementaryGroups= that group and SystemCallFilter=@chown (see vipd(8))", "error", err)
+			return exitConfig, nil
+		}
 		log.Error("control socket", "error", err)
 		return 1, nil
 	}
@@ -234,9 +246,12 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, level *sl
 	m := metrics.New(func() []control.InstanceStatus { return d.StatusReport() })
 	d, err = daemon.New(cfg, log, env, daemon.Options{
 		OnTransition: func(instance string, tr vrrp.Transition) {
-			m.Transition(instance, tr.From.String(), tr.To.String())
+			if tr.Reason != vrrp.ReasonResumed { // an upgrade is not a move
+				m.Transition(instance, tr.From.String(), tr.To.String())
+			}
 			notifier.Status(summary(d))
 		},
+		HeldFile:       heldFile(cfg),
 		OnConflict:     m.Conflict,
 		OnTrackerCheck: m.TrackerCheck,
 		Load: func(path string) (*config.Config, error) {
@@ -266,7 +281,7 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, level *sl
 
 	var next *upgrade
 	var g errgroup.Group
-	g.Go(func() error { return ctl.Serve(runCtx, d) })
+	g.Go(func() error { return ctl.Serve(runCtx, reloadNotifier{d, notifier}) })
 	if addr := cfg.Global.MetricsListen; addr != "" {
 		g.Go(func() error {
 			if err := m.Serve(runCtx, addr, log); err != nil {
@@ -389,6 +404,39 @@ func checkUpgrade(ctx context.Context, cfgPath string, upgradeTo chan<- string, 
 		return true, []string{"an upgrade is already under way"}, nil
 	}
 	return true, []string{fmt.Sprintf("new binary %s: re-executing it with the running state (same PID; Masters stay Masters)", exe)}, nil
+}
+
+// heldFile is where the daemon lists the addresses it holds, beside its
+// socket in the runtime directory, for `vipd cleanup`.
+func heldFile(cfg *config.Config) string {
+	return filepath.Join(filepath.Dir(cfg.Global.Socket), "held.json")
+}
+
+// reloadNotifier tells systemd about reloads that come through the control
+// socket (ExecReload=vipd reload), as SIGHUP's do.
+type reloadNotifier struct {
+	*daemon.Daemon
+	n *systemd.Notifier
+}
+
+func (r reloadNotifier) Reload(ctx context.Context) (control.ReloadResult, error) {
+	r.n.Reloading()
+	res, err := r.Daemon.Reload(ctx)
+	if err != nil || !upgradingResult(res) {
+		r.n.Ready(summary(r.Daemon))
+	}
+	return res, err
+}
+
+// upgradingResult tells a reload that hands over to a new binary, which
+// reports READY itself.
+func upgradingResult(res control.ReloadResult) bool {
+	for _, c := range res.Changes {
+		if strings.Contains(c, "re-executing") {
+			return true
+		}
+	}
+	return false
 }
 
 // watchdog pings systemd while every instance's election loop answers; a
