@@ -8,7 +8,7 @@
 #                                   security on the unit
 #
 # Run from anywhere, as any user; `lint` needs lintian, rpm and systemd
-# (packaging/install-deps installs them). The tools come from the Go module
+# (packaging/e2e/install-deps installs them). The tools come from the Go module
 # proxy at pinned versions through `go run`, so that they stay out of the
 # daemon's go.mod and no prebuilt binary is downloaded.
 #
@@ -123,14 +123,6 @@ build_binary() { # ARCH -> $DIST/build/ARCH/vipd
 	CGO_ENABLED=0 GOOS=linux GOARCH=$1 $GO build -trimpath -buildvcs=false -buildmode=pie \
 		-ldflags "-s -w -X main.version=$VERSION -X main.commit=$COMMIT" \
 		-o "$DIST/build/$1/vipd" ./cmd/vipd
-}
-
-# features: what the binary built for this machine can do (features.sh);
-# the source is the same for every architecture.
-features() {
-	host=$($GO env GOARCH)
-	[ -x "$DIST/build/$host/vipd" ] || build_binary "$host"
-	"$here/features.sh" "$DIST/build/$host/vipd"
 }
 
 license_id() {
@@ -257,29 +249,12 @@ stage() { # ARCH -> $DIST/stage/ARCH
 		echo "    packager: rpm"
 		echo "    file_info: {mode: 0644}"
 	} >>"$st/nfpm.yaml"
-	have=$(features)
-	for feature in notify reload cleanup; do
-		if ! printf '%s\n' "$have" | grep -qx "$feature"; then
-			cp "packaging/systemd/compat/$feature.conf" "$st/compat-$feature.conf"
-			{
-				echo "  - src: compat-$feature.conf"
-				echo "    dst: /usr/lib/systemd/system/vipd.service.d/compat-$feature.conf"
-				echo "    file_info: {mode: 0644}"
-			} >>"$st/nfpm.yaml"
-		fi
-	done
 }
 
 build_packages() { # deb|rpm
 	format=$1
 	[ -f "$DIST/man/vipd.8.gz" ] || build_man
 	version=$(pkg_version)
-	have=$(features | tr '\n' ' ')
-	missing=""
-	for feature in notify reload cleanup; do
-		case " $have " in *" $feature "*) ;; *) missing="$missing $feature" ;; esac
-	done
-	[ -z "$missing" ] || say "vipd lacks:$missing; the packages carry compat drop-ins for them (packaging/systemd/compat)"
 	for arch in $ARCHS; do
 		# One package per format and architecture in $DIST: the one built now.
 		case $format in

@@ -2,7 +2,7 @@
 # Installs vipd from a source build the way the packages do (make install):
 #
 #   /usr/sbin/vipd                              from bin/vipd (make build)
-#   /usr/lib/systemd/system/vipd.service        + compat drop-ins the binary needs
+#   /usr/lib/systemd/system/vipd.service
 #   /usr/lib/sysusers.d/vipd.conf               the system user
 #   /usr/share/man/man8/vipd.8.gz, man5/vipd.toml.5.gz
 #   /usr/share/doc/vipd/vipd.toml.example
@@ -11,7 +11,9 @@
 #
 # With DESTDIR set it only lays the files out under it (for other packaging);
 # without, as root on a systemd host, it also creates the user and enables
-# the unit. It never writes /etc/vipd/vipd.toml.
+# the unit, and reloads a running daemon, which then re-executes the new
+# binary in place (same PID, the VIP stays), as a package upgrade does. It
+# never writes /etc/vipd/vipd.toml.
 #
 # Environment: DESTDIR, BIN (default bin/vipd), GO.
 set -eu
@@ -33,23 +35,21 @@ install -D -m 0644 dist/man/vipd.toml.5.gz "$DESTDIR/usr/share/man/man5/vipd.tom
 install -D -m 0644 packaging/vipd.toml "$DESTDIR/usr/share/doc/vipd/vipd.toml.example"
 install -d -m 0755 "$DESTDIR/etc/vipd"
 
-# The drop-ins that adapt the unit to what this binary lacks; stale ones
-# from an older binary go.
-have=$(packaging/features.sh "$BIN")
-for feature in notify reload cleanup; do
-	dropin=$DESTDIR/usr/lib/systemd/system/vipd.service.d/compat-$feature.conf
-	if printf '%s\n' "$have" | grep -qx "$feature"; then
-		rm -f "$dropin"
-	else
-		install -D -m 0644 "packaging/systemd/compat/$feature.conf" "$dropin"
-		echo "install.sh: vipd lacks $feature: installed $(basename "$dropin")"
-	fi
-done
+# Earlier versions of this script installed drop-ins that adapted the unit
+# to a vipd without sd_notify, reload or cleanup; every vipd has them now.
+rm -f "$DESTDIR"/usr/lib/systemd/system/vipd.service.d/compat-notify.conf \
+	"$DESTDIR"/usr/lib/systemd/system/vipd.service.d/compat-reload.conf \
+	"$DESTDIR"/usr/lib/systemd/system/vipd.service.d/compat-cleanup.conf
 rmdir "$DESTDIR/usr/lib/systemd/system/vipd.service.d" 2>/dev/null || true
 
 if [ -z "$DESTDIR" ] && [ -d /run/systemd/system ]; then
 	systemd-sysusers /usr/lib/sysusers.d/vipd.conf
 	systemctl daemon-reload
 	systemctl enable vipd.service
-	echo "install.sh: vipd.service enabled; it starts once /etc/vipd/vipd.toml exists (systemctl start vipd)"
+	if systemctl is-active --quiet vipd.service; then
+		systemctl reload vipd.service
+		echo "install.sh: the running vipd re-executed the new binary (systemctl reload vipd)"
+	else
+		echo "install.sh: vipd.service enabled; it starts once /etc/vipd/vipd.toml exists (systemctl start vipd)"
+	fi
 fi
