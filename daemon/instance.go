@@ -645,6 +645,8 @@ func (in *instance) drop(err error, src netip.Addr, adv *vrrp.Advertisement) {
 // exec carries out the machine's actions in order, then publishes the
 // machine's state for status readers on other goroutines.
 func (in *instance) exec(actions []vrrp.Action) {
+	// The machine has already moved: say so before acting, and again after.
+	in.publish()
 	defer in.publish()
 	for _, a := range actions {
 		switch a.Kind {
