@@ -77,7 +77,7 @@ func TestElectionFailoverAndGracefulStop(t *testing.T) {
 		if n1.host.holds(testVIP) {
 			t.Fatal("n1 took the VIP before Master_Down_Interval")
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(2*time.Millisecond + takeoverGrace(time.Second))
 		synctest.Wait()
 		if !n1.host.holds(testVIP) || n2.host.holds(testVIP) || n3.host.holds(testVIP) {
 			t.Fatalf("after election: holds n1=%v n2=%v n3=%v", n1.host.holds(testVIP), n2.host.holds(testVIP), n3.host.holds(testVIP))
@@ -104,7 +104,7 @@ func TestElectionFailoverAndGracefulStop(t *testing.T) {
 		if n2.host.holds(testVIP) {
 			t.Fatal("n2 took over before Skew_Time")
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(2*time.Millisecond + takeoverGrace(time.Second))
 		synctest.Wait()
 		if !n2.host.holds(testVIP) || n3.host.holds(testVIP) {
 			t.Fatalf("after graceful stop: n2=%v n3=%v", n2.host.holds(testVIP), n3.host.holds(testVIP))

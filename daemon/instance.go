@@ -115,10 +115,11 @@ type instance struct {
 	garpTimer            *time.Timer
 	refresh              *time.Timer
 	probe                *time.Timer
-	masterDownAt         time.Time // when the Master_Down_Timer is really due
+	dueAt                [4]time.Time // when a precise timer is really due
 	claimTimer           *time.Timer
+	answerTimer          *time.Timer
 	pendingClaim         *arp.Claim
-	timers               [3]*time.Timer // by vrrp.Timer
+	timers               [4]*time.Timer // by vrrp.Timer
 	reported             map[dropKey]time.Time
 }
 
@@ -224,7 +225,8 @@ func (in *instance) run(ctx context.Context) error {
 	for i := range in.timers {
 		in.timers[i] = stoppedTimer()
 	}
-	in.garpTimer, in.refresh, in.probe, in.claimTimer = stoppedTimer(), stoppedTimer(), stoppedTimer(), stoppedTimer()
+	in.garpTimer, in.refresh, in.probe = stoppedTimer(), stoppedTimer(), stoppedTimer()
+	in.claimTimer, in.answerTimer = stoppedTimer(), stoppedTimer()
 	for {
 		ifi, up, err := in.waitLink(ctx)
 		if err != nil {
@@ -246,6 +248,7 @@ func (in *instance) run(ctx context.Context) error {
 				PreemptDelay:       in.cfg.PreemptDelay,
 				Primary:            in.primary,
 				SplitBrainRecovery: in.cfg.SplitBrainRecovery,
+				TakeoverGrace:      takeoverGrace(in.cfg.AdvertInterval),
 			}
 			for _, v := range in.vips {
 				cfg.Addresses = append(cfg.Addresses, v.Addr())
@@ -434,8 +437,11 @@ func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
 		case <-in.timers[vrrp.TimerAdvert].C:
 			out = in.m.TimerFired(vrrp.TimerAdvert, out)
 		case <-in.timers[vrrp.TimerMasterDown].C:
-			in.waitUntil(in.masterDownAt)
+			in.waitUntil(in.dueAt[vrrp.TimerMasterDown])
 			out = in.m.TimerFired(vrrp.TimerMasterDown, out)
+		case <-in.timers[vrrp.TimerTakeover].C:
+			in.waitUntil(in.dueAt[vrrp.TimerTakeover])
+			out = in.m.TimerFired(vrrp.TimerTakeover, out)
 		case <-in.garpTimer.C:
 			in.garpStep()
 		case <-in.refresh.C:
@@ -447,6 +453,8 @@ func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
 			in.onClaim(c)
 		case <-in.claimTimer.C:
 			in.reportConflict()
+		case <-in.answerTimer.C:
+			in.answerConflict()
 		case cmd := <-in.cmds:
 			cmd()
 			continue
@@ -554,10 +562,23 @@ func (in *instance) reportConflict() {
 		in.log.Warn("another host claims our virtual address: announcing ours again",
 			"vip", c.IP, "foreign_mac", mac, "arp_op", c.Op.String(), "claims_seen", in.counters.conflicts.Load())
 	}
-	if now.Sub(in.lastConflictAnnounce) >= conflictAnswerEvery {
-		in.lastConflictAnnounce = now
-		in.announce()
+	in.answerConflict()
+}
+
+// answerConflict announces our MAC at once, or, right after an earlier
+// answer, as soon as conflictAnswerEvery allows: a burst of foreign claims
+// must end with our word, never be left unanswered.
+func (in *instance) answerConflict() {
+	if st, _ := in.m.State(); st != vrrp.StateMaster {
+		return
 	}
+	now := in.env.Now()
+	if wait := conflictAnswerEvery - now.Sub(in.lastConflictAnnounce); wait > 0 {
+		in.answerTimer.Reset(wait)
+		return
+	}
+	in.lastConflictAnnounce = now
+	in.announce()
 }
 
 // read decodes adverts until the socket fails or stop is closed. Malformed
@@ -660,11 +681,11 @@ func (in *instance) exec(actions []vrrp.Action) {
 			in.startBurst()
 		case vrrp.ActArmTimer:
 			after := a.After
-			if a.Timer == vrrp.TimerMasterDown {
+			if a.Timer != vrrp.TimerAdvert {
 				// Go's timers wake through epoll in whole milliseconds and
 				// so fire up to a millisecond late; a takeover should not.
-				// Wake early and wait out the rest in onMasterDown.
-				in.masterDownAt = in.env.Now().Add(after)
+				// Wake early and wait out the rest (waitUntil).
+				in.dueAt[a.Timer] = in.env.Now().Add(after)
 				after = max(after-timerLead, 0)
 			}
 			in.timers[a.Timer].Reset(after)
@@ -730,6 +751,10 @@ func (in *instance) probeVIPs() {
 	if in.announcer == nil || in.monitor == nil {
 		return
 	}
+	if in.m != nil && in.m.Silent() {
+		in.probe.Reset(probeEvery)
+		return
+	}
 	for _, v := range in.vips {
 		if err := in.announcer.Probe(v.Addr(), in.primary); err != nil {
 			in.log.Debug("ARP probe failed", "vip", v, "error", err)
@@ -743,6 +768,9 @@ func (in *instance) releaseAddresses() {
 	in.garpTimer.Stop()
 	in.refresh.Stop()
 	in.probe.Stop()
+	in.answerTimer.Stop()
+	in.claimTimer.Stop()
+	in.pendingClaim = nil
 	for _, v := range in.vips {
 		if err := in.env.Links.RemoveVIP(in.cfg.Interface, v); err != nil {
 			in.log.Error("removing virtual address failed", "vip", v, "error", err)
@@ -774,8 +802,8 @@ func (in *instance) garpStep() {
 }
 
 func (in *instance) announce() {
-	if in.announcer == nil {
-		return
+	if in.announcer == nil || (in.m != nil && in.m.Silent()) {
+		return // thawed after a freeze: maybe not the Master any more
 	}
 	for _, v := range in.vips {
 		if err := in.announcer.Announce(v.Addr()); err != nil {
@@ -855,6 +883,13 @@ func (in *instance) publish() {
 	in.priority = in.m.Priority()
 	in.master = in.m.Master()
 	in.mu.Unlock()
+}
+
+// takeoverGrace is how long a new Master advertises before it takes the
+// addresses: long enough for the advert of an equal-priority Backup that
+// timed out at the same instant to arrive, short against the outage.
+func takeoverGrace(interval time.Duration) time.Duration {
+	return min(interval/50, 3*time.Millisecond)
 }
 
 // timerLead is how early the Master_Down_Timer wakes the loop; the rest is

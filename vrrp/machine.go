@@ -40,6 +40,13 @@ type Config struct {
 	// yields send one last advert, so that the winner re-announces. Both
 	// repair neighbour caches that a partition left pointing at the loser.
 	SplitBrainRecovery bool
+	// TakeoverGrace is how long a new Master advertises before it takes
+	// the addresses. Backups of equal priority time out at the same instant
+	// and all become Master until the highest address wins; waiting a few
+	// milliseconds for a competing advert keeps the losers from adding the
+	// addresses (and announcing them) only to drop them again. Zero takes
+	// them at once, as RFC 5798 does.
+	TakeoverGrace time.Duration
 }
 
 func (c *Config) validate() error {
@@ -52,6 +59,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("vrrp: advert interval %v is not a multiple of 10ms between %v and %v", c.AdvertInterval, MinAdvertInterval, MaxAdvertInterval)
 	case c.PreemptDelay < 0:
 		return fmt.Errorf("vrrp: negative preempt delay %v", c.PreemptDelay)
+	case c.TakeoverGrace < 0 || c.TakeoverGrace >= c.AdvertInterval:
+		return fmt.Errorf("vrrp: takeover grace %v must be shorter than the advert interval", c.TakeoverGrace)
 	case !c.Primary.IsValid():
 		return errors.New("vrrp: no primary address")
 	case len(c.Addresses) == 0 || len(c.Addresses) > 255:
@@ -167,6 +176,12 @@ type Machine struct {
 	recheck bool
 
 	lastAnnounce time.Time // of a split-brain re-announcement, to limit them
+
+	// pending is the transition to Master of a router still in its
+	// TakeoverGrace: it is reported when the addresses are taken, and not at
+	// all if the router loses a tie first (the address never moved).
+	pending   *Transition
+	prevSince time.Time
 }
 
 // NewMachine returns a machine in Initialize. Start begins the election.
@@ -201,6 +216,22 @@ func (m *Machine) Master() MasterInfo {
 		return m.lowerMaster
 	}
 	return m.master
+}
+
+// Silent reports whether a Master must not speak for its addresses now: it
+// is listening after a freeze, or its advert timer is so overdue that it
+// was frozen and has not noticed yet. Announcements (gratuitous ARP) that
+// the driver times itself must wait, or they would pull neighbours back to
+// a router about to yield.
+func (m *Machine) Silent() bool {
+	if m.state != StateMaster {
+		return false
+	}
+	if m.probation {
+		return true
+	}
+	due := m.deadline[TimerAdvert]
+	return !due.IsZero() && m.clock.Now().Sub(due) > frozenAfter*m.cfg.AdvertInterval
 }
 
 // MasterAdverInterval is the interval learnt from the Master's adverts.
@@ -282,6 +313,7 @@ func (m *Machine) Resign(cause string, out []Action) []Action {
 		return out
 	}
 	out = m.stop(out, TimerAdvert)
+	out = m.stop(out, TimerTakeover)
 	out = append(out,
 		Action{Kind: ActSendAdvert, Priority: 0},
 		Action{Kind: ActReleaseAddresses},
@@ -403,6 +435,10 @@ func (m *Machine) TimerFired(t Timer, out []Action) []Action {
 		}
 		out = append(out, Action{Kind: ActSendAdvert, Priority: m.prio})
 		return m.arm(out, TimerAdvert, m.cfg.AdvertInterval)
+
+	case t == TimerTakeover && m.state == StateMaster:
+		out = append(out, Action{Kind: ActTakeAddresses})
+		return m.flushPending(out)
 
 	case t == TimerMasterDown && m.state == StateBackup:
 		if !m.recheck && late > 2*m.masterAdverInterval {
@@ -550,29 +586,63 @@ func (m *Machine) masterReceive(out []Action, now time.Time, adv MasterInfo) []A
 
 func (m *Machine) enterMaster(out []Action, reason Reason, cause string) []Action {
 	out = m.stop(out, TimerMasterDown)
-	out = append(out,
-		Action{Kind: ActSendAdvert, Priority: m.prio},
-		Action{Kind: ActTakeAddresses},
-	)
+	out = append(out, Action{Kind: ActSendAdvert, Priority: m.prio})
+	grace := m.cfg.TakeoverGrace
+	if grace > 0 {
+		out = m.arm(out, TimerTakeover, grace)
+	} else {
+		out = append(out, Action{Kind: ActTakeAddresses})
+	}
 	out = m.arm(out, TimerAdvert, m.cfg.AdvertInterval)
 	m.released, m.recheck, m.probation = false, false, false
 	m.lowerSince, m.lowerMaster, m.yieldedTo = time.Time{}, MasterInfo{}, netip.Addr{}
 	m.lastAnnounce = time.Time{}
+	if grace > 0 {
+		now := m.clock.Now()
+		m.pending = &Transition{At: now, From: m.state, To: StateMaster, Reason: reason, Cause: cause}
+		m.prevSince = m.since
+		m.state, m.since = StateMaster, now
+		return out
+	}
 	return m.transition(out, StateMaster, reason, cause)
+}
+
+// flushPending reports a transition to Master held back by the grace.
+func (m *Machine) flushPending(out []Action) []Action {
+	if m.pending == nil {
+		return out
+	}
+	tr := *m.pending
+	m.pending = nil
+	tr.At = m.clock.Now()
+	m.since = tr.At
+	return append(out, Action{Kind: ActTransition, Transition: tr})
 }
 
 // enterBackupFrom yields to the Master that sent adv.
 func (m *Machine) enterBackupFrom(out []Action, adv MasterInfo, reason Reason, cause string, lastAdvert bool) []Action {
+	lostTie := m.pending != nil
+	if lostTie {
+		// Still in the grace: the addresses never moved, no neighbour
+		// needs repair, and no transition was reported. Go back quietly.
+		lastAdvert = false
+	}
 	if lastAdvert {
 		out = append(out, Action{Kind: ActSendAdvert, Priority: m.prio})
 	}
 	out = m.stop(out, TimerAdvert)
+	out = m.stop(out, TimerTakeover)
 	out = append(out, Action{Kind: ActReleaseAddresses})
 	m.master = adv
 	m.lowerMaster = MasterInfo{}
 	m.lowerSince = time.Time{}
 	m.masterAdverInterval = adv.Interval
 	out = m.arm(out, TimerMasterDown, m.MasterDownInterval())
+	if lostTie {
+		m.state, m.since = m.pending.From, m.prevSince
+		m.pending = nil
+		return out
+	}
 	return m.transition(out, StateBackup, reason, cause)
 }
 
@@ -600,6 +670,9 @@ func (m *Machine) enterFault(out []Action, reason Reason, cause string, canSend 
 }
 
 func (m *Machine) transition(out []Action, to State, reason Reason, cause string) []Action {
+	// A Master leaving during its grace (link down, shutdown) did become
+	// Master: say so first, so the history reads in order.
+	out = m.flushPending(out)
 	now := m.clock.Now()
 	tr := Transition{At: now, From: m.state, To: to, Reason: reason, Cause: cause}
 	m.state, m.since = to, now
@@ -621,6 +694,7 @@ func (m *Machine) stop(out []Action, t Timer) []Action {
 
 func (m *Machine) stopTimers(out []Action) []Action {
 	out = m.stop(out, TimerAdvert)
+	out = m.stop(out, TimerTakeover)
 	return m.stop(out, TimerMasterDown)
 }
 

@@ -538,6 +538,26 @@ func TestFrozenMasterYields(t *testing.T) {
 	}
 }
 
+func TestSilentWhileFrozen(t *testing.T) {
+	m, clk := masterMachine(t, testConfig(150, "198.51.100.11"))
+	if m.Silent() {
+		t.Fatal("a Master on time is silent")
+	}
+	clk.advance(10 * time.Second) // frozen: the timer has not even fired yet
+	if !m.Silent() {
+		t.Error("an overdue Master is not silent")
+	}
+	m.TimerFired(TimerAdvert, nil) // probation
+	if !m.Silent() {
+		t.Error("a Master on probation is not silent")
+	}
+	clk.advance(time.Second)
+	m.TimerFired(TimerAdvert, nil)
+	if m.Silent() {
+		t.Error("a Master that found nobody else is still silent")
+	}
+}
+
 func TestFrozenMasterResumesWhenAlone(t *testing.T) {
 	m, clk := masterMachine(t, testConfig(150, "198.51.100.11"))
 	clk.advance(10 * time.Second)
@@ -637,5 +657,41 @@ func TestResume(t *testing.T) {
 	f, _ := NewMachine(testConfig(100, "198.51.100.11"), newFakeClock())
 	if got := describe(f.Resume(false, true, nil)); !strings.HasSuffix(got, "INITIALIZE->FAULT[link_down]") {
 		t.Errorf("link down: %s", got)
+	}
+}
+
+func TestTakeoverGrace(t *testing.T) {
+	cfg := testConfig(100, "198.51.100.11")
+	cfg.TakeoverGrace = 3 * time.Millisecond
+	m, clk := backupMachine(t, cfg)
+	clk.advance(m.MasterDownInterval())
+	want := "send(100) arm(takeover_timer,3ms) arm(adver_timer,1s)"
+	if got := describe(m.TimerFired(TimerMasterDown, nil)); got != want {
+		t.Fatalf("got %s\nwant %s", got, want)
+	}
+	clk.advance(3 * time.Millisecond)
+	if got := describe(m.TimerFired(TimerTakeover, nil)); got != "take BACKUP->MASTER[master_down]" {
+		t.Errorf("takeover timer: %s", got)
+	}
+	// A competing Master heard within the grace: yield without ever taking.
+	b, clk2 := backupMachine(t, cfg)
+	clk2.advance(b.MasterDownInterval())
+	b.TimerFired(TimerMasterDown, nil)
+	clk2.advance(time.Millisecond)
+	out, _ := b.ReceiveAdvert(mustAddr("198.51.100.12"), TTL, advert(100, time.Second), nil)
+	if got, want := describe(out), "stop(adver_timer) stop(takeover_timer) release arm(master_down_timer,3.609375s)"; got != want {
+		t.Errorf("yield within the grace:\n got %s\nwant %s (no transition: the address never moved)", got, want)
+	}
+	if s, _ := b.State(); s != StateBackup {
+		t.Errorf("state %v after losing the tie", s)
+	}
+	clk2.advance(10 * time.Millisecond)
+	if got := describe(b.TimerFired(TimerTakeover, nil)); got != "" {
+		t.Errorf("stopped takeover timer acted: %s", got)
+	}
+	bad := testConfig(100, "198.51.100.11")
+	bad.TakeoverGrace = time.Second
+	if _, err := NewMachine(bad, newFakeClock()); err == nil {
+		t.Error("a grace as long as the interval was accepted")
 	}
 }

@@ -20,8 +20,9 @@ type simNode struct {
 	lastSent    time.Time
 	// frozen: the process is stopped; its timers wait and packets to it
 	// queue in its socket.
-	frozen bool
-	held   []simPacket
+	frozen     bool
+	held       []simPacket
+	holdsSince time.Time
 }
 
 type simPacket struct {
@@ -44,6 +45,7 @@ type sim struct {
 	// dupTotal sums such windows.
 	dupSince time.Time
 	dupTotal time.Duration
+	onTake   func(*simNode)
 }
 
 func newSim(t *testing.T, cfgs ...Config) *sim {
@@ -85,6 +87,10 @@ func (s *sim) apply(n *simNode, out []Action) {
 			}
 		case ActTakeAddresses:
 			n.holds = true
+			n.holdsSince = s.clk.now
+			if s.onTake != nil {
+				s.onTake(n)
+			}
 		case ActReleaseAddresses:
 			n.holds = false
 		case ActArmTimer:
@@ -432,4 +438,43 @@ func contains(ns []*simNode, n *simNode) bool {
 		}
 	}
 	return false
+}
+
+func TestSimEqualBackupsTakeOnce(t *testing.T) {
+	for _, grace := range []time.Duration{0, 3 * time.Millisecond} {
+		t.Run(fmt.Sprint("grace ", grace), func(t *testing.T) {
+			cfgs := threeRouters(150, 100, 100)
+			for i := range cfgs {
+				cfgs[i].TakeoverGrace = grace
+			}
+			s := newSim(t, cfgs...)
+			s.run(10 * time.Second)
+			r1, r2, r3 := s.nodes[0], s.nodes[1], s.nodes[2]
+			s.onlyMaster(r1)
+			took := map[*simNode]int{}
+			s.onTake = func(n *simNode) { took[n]++ }
+			crash, last := s.clk.now, r1.lastSent
+			s.setLink(r1, false)
+			s.run(10 * time.Second)
+			// r2 and r3 time out together; the higher address wins.
+			s.onlyMaster(r3)
+			if !r2.lastSent.After(crash) {
+				t.Fatal("r2 never competed: the test does not test the tie")
+			}
+			_, r2Reported := r2.lastTransition(StateMaster)
+			if r2Reported != (grace == 0) {
+				t.Errorf("r2 reported a transition to MASTER: %v (with grace %v)", r2Reported, grace)
+			}
+			wantR2 := 0
+			if grace == 0 {
+				wantR2 = 1 // RFC 5798: both take the addresses, the loser drops them
+			}
+			if took[r2] != wantR2 || took[r3] != 1 {
+				t.Errorf("addresses taken by r2 %d times, by r3 %d times; want %d and 1", took[r2], took[r3], wantR2)
+			}
+			if got, want := r3.holdsSince.Sub(last), s.latency+mdi(100, time.Second)+grace; got != want {
+				t.Errorf("r3 took the addresses %v after r1's last advert, want Master_Down_Interval + grace = %v", got, want)
+			}
+		})
+	}
 }

@@ -39,6 +39,9 @@ const (
 	// TimerMasterDown is the Master_Down_Timer: a Backup declares the
 	// Master dead.
 	TimerMasterDown
+	// TimerTakeover ends a new Master's short wait before it takes the
+	// addresses (Config.TakeoverGrace).
+	TimerTakeover
 	numTimers
 )
 
@@ -48,6 +51,8 @@ func (t Timer) String() string {
 		return "adver_timer"
 	case TimerMasterDown:
 		return "master_down_timer"
+	case TimerTakeover:
+		return "takeover_timer"
 	}
 	return "invalid_timer"
 }
