@@ -735,6 +735,9 @@ func (in *instance) takeAddresses() {
 	in.mu.Lock()
 	in.held = true
 	in.mu.Unlock()
+	// A new term as Master: a second owner found now is news, whatever was
+	// logged during an earlier one.
+	clear(in.lastConflictLog)
 	if in.hooks.held != nil {
 		in.hooks.held()
 	}
