@@ -805,8 +805,10 @@ func (in *instance) garpStep() {
 }
 
 func (in *instance) announce() {
-	if in.announcer == nil || (in.m != nil && in.m.Silent()) {
-		return // thawed after a freeze: maybe not the Master any more
+	if in.announcer == nil || !in.held || (in.m != nil && in.m.Silent()) {
+		// Not (yet) holding the addresses — a new Master still in its
+		// takeover grace — or thawed after a freeze: say nothing.
+		return
 	}
 	for _, v := range in.vips {
 		if err := in.announcer.Announce(v.Addr()); err != nil {
