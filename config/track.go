@@ -336,24 +336,7 @@ func (c *checker) argv(f field, p string, required bool) ([]string, bool) {
 
 // intList reads an array of integers.
 func (c *checker) intList(f field, p string) ([]int64, bool) {
-	if !f.set {
-		return nil, false
-	}
-	arr, ok := f.val.([]any)
-	if !ok {
-		c.add(p, "%s must be an array of integers, not %s", c.rel(p), typeName(f.val))
-		return nil, false
-	}
-	list := make([]int64, 0, len(arr))
-	for i, v := range arr {
-		n, ok := v.(int64)
-		if !ok {
-			c.add(p, "%s: element %d is %s, not an integer", c.rel(p), i+1, typeName(v))
-			continue
-		}
-		list = append(list, n)
-	}
-	return list, true
+	return listOf[int64](c, f, p, "integers", "an integer")
 }
 
 // absPathProblem says what is wrong with a path that must be absolute, or "".

@@ -422,22 +422,28 @@ func shortDuration(d time.Duration) string {
 
 // stringList reads an array of strings.
 func (c *checker) stringList(f field, p string) ([]string, bool) {
+	return listOf[string](c, f, p, "strings", "a string")
+}
+
+// listOf reads an array whose elements must all be of type T, reporting the
+// array or each element that is not; plural and one name T in messages.
+func listOf[T any](c *checker, f field, p, plural, one string) ([]T, bool) {
 	if !f.set {
 		return nil, false
 	}
 	arr, ok := f.val.([]any)
 	if !ok {
-		c.add(p, "%s must be an array of strings, not %s", c.rel(p), typeName(f.val))
+		c.add(p, "%s must be an array of %s, not %s", c.rel(p), plural, typeName(f.val))
 		return nil, false
 	}
-	list := make([]string, 0, len(arr))
+	list := make([]T, 0, len(arr))
 	for i, v := range arr {
-		s, ok := v.(string)
+		x, ok := v.(T)
 		if !ok {
-			c.add(p, "%s: element %d is %s, not a string", c.rel(p), i+1, typeName(v))
+			c.add(p, "%s: element %d is %s, not %s", c.rel(p), i+1, typeName(v), one)
 			continue
 		}
-		list = append(list, s)
+		list = append(list, x)
 	}
 	return list, true
 }
