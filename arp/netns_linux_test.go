@@ -3,11 +3,10 @@ package arp
 import (
 	"bytes"
 	"context"
-	"fmt"
+	"github.com/vipd/vipd/internal/nstest"
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
 	"testing"
 	"time"
 
@@ -33,61 +32,6 @@ var (
 // patience bounds waits for the kernel; it is a deadline, not a measurement.
 const patience = 10 * time.Second
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_NET_RAW) to create network namespaces, a veth pair and packet sockets; run the tests as root, e.g. sudo go test ./arp")
-	}
-}
-
-// newNetns returns a fresh, unnamed network namespace, closed at the end of
-// the test; it disappears with the last handle or socket in it.
-func newNetns(t *testing.T) netns.NsHandle {
-	t.Helper()
-	var ns netns.NsHandle
-	if err := onThread(func() (err error) { ns, err = netns.New(); return err }); err != nil {
-		t.Fatalf("new namespace: %v", err)
-	}
-	t.Cleanup(func() { ns.Close() })
-	return ns
-}
-
-// inNetns runs fn on an OS thread in ns. Sockets keep the namespace they
-// were opened in.
-func inNetns(ns netns.NsHandle, fn func() error) error {
-	return onThread(func() error {
-		if err := netns.Set(ns); err != nil {
-			return err
-		}
-		return fn()
-	})
-}
-
-// onThread runs fn on a locked OS thread of a new goroutine and moves the
-// thread back to the original namespace; if that fails the thread stays
-// locked and the runtime discards it.
-func onThread(fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- err
-			return
-		}
-		defer orig.Close()
-		err = fn()
-		if rerr := netns.Set(orig); rerr != nil {
-			errc <- fmt.Errorf("back to the original namespace: %w", rerr)
-			return
-		}
-		runtime.UnlockOSThread()
-		errc <- err
-	}()
-	return <-errc
-}
-
 type host struct {
 	ns  netns.NsHandle
 	h   *netlink.Handle
@@ -98,7 +42,7 @@ type host struct {
 // both up and addressed, and removes them at the end of the test.
 func twoHosts(t *testing.T) (a, b host) {
 	t.Helper()
-	a.ns, b.ns = newNetns(t), newNetns(t)
+	a.ns, b.ns = nstest.New(t), nstest.New(t)
 	for _, x := range []*host{&a, &b} {
 		h, err := netlink.NewHandleAt(x.ns, unix.NETLINK_ROUTE)
 		if err != nil {
@@ -131,7 +75,7 @@ func twoHosts(t *testing.T) (a, b host) {
 		if err := x.host.h.LinkSetUp(l); err != nil {
 			t.Fatalf("%s up: %v", x.name, err)
 		}
-		if err := inNetns(x.host.ns, func() (err error) { x.host.ifi, err = net.InterfaceByName(x.name); return err }); err != nil {
+		if err := nstest.Do(x.host.ns, func() (err error) { x.host.ifi, err = net.InterfaceByName(x.name); return err }); err != nil {
 			t.Fatalf("interface %s: %v", x.name, err)
 		}
 	}
@@ -166,7 +110,7 @@ func ipNet(p netip.Prefix) *net.IPNet {
 func (x host) dial(t *testing.T) *Announcer {
 	t.Helper()
 	var a *Announcer
-	if err := inNetns(x.ns, func() (err error) { a, err = Dial(x.ifi); return err }); err != nil {
+	if err := nstest.Do(x.ns, func() (err error) { a, err = Dial(x.ifi); return err }); err != nil {
 		t.Fatalf("Dial: %v", err)
 	}
 	t.Cleanup(func() { a.Close() })
@@ -178,7 +122,7 @@ func (x host) dial(t *testing.T) *Announcer {
 func (x host) monitor(t *testing.T) <-chan Claim {
 	t.Helper()
 	var m *Monitor
-	if err := inNetns(x.ns, func() (err error) { m, err = ListenMonitor(x.ifi); return err }); err != nil {
+	if err := nstest.Do(x.ns, func() (err error) { m, err = ListenMonitor(x.ifi); return err }); err != nil {
 		t.Fatalf("ListenMonitor: %v", err)
 	}
 	claims := make(chan Claim, 64)
@@ -251,7 +195,7 @@ func waitClaim(t *testing.T, claims <-chan Claim, ip netip.Addr) Claim {
 }
 
 func TestAnnounceOnTheWire(t *testing.T) {
-	requireRoot(t)
+	nstest.RequireRoot(t, "sudo go test ./arp")
 	a, b := twoHosts(t)
 	claims := b.monitor(t)
 	b.setNeighbour(t, testVIP, someMAC)
@@ -272,10 +216,10 @@ func TestAnnounceOnTheWire(t *testing.T) {
 // takes it as gratuitous and overrides an entry changed moments ago, which
 // an ordinary reply may not do within the locktime.
 func TestAnnounceReplyAlone(t *testing.T) {
-	requireRoot(t)
+	nstest.RequireRoot(t, "sudo go test ./arp")
 	a, b := twoHosts(t)
 	// A long locktime makes an ordinary reply unable to override.
-	err := inNetns(b.ns, func() error {
+	err := nstest.Do(b.ns, func() error {
 		return os.WriteFile("/proc/sys/net/ipv4/neigh/vipb/locktime", []byte("6000\n"), 0o644)
 	})
 	if err != nil {
@@ -295,7 +239,7 @@ func TestAnnounceReplyAlone(t *testing.T) {
 }
 
 func TestMonitorIgnoresOwnFrames(t *testing.T) {
-	requireRoot(t)
+	nstest.RequireRoot(t, "sudo go test ./arp")
 	a, b := twoHosts(t)
 	claims := a.monitor(t)
 

@@ -1,14 +1,12 @@
 package health
 
 import (
-	"os"
-	"runtime"
+	"github.com/vipd/vipd/internal/nstest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,44 +18,11 @@ func TestInterfaceHost(t *testing.T) {
 	checkResult(t, mustChecker(t, Spec{Name: "x", Type: Interface, Interface: "vipdnosuch0"}.WithDefaults()), false, "interface vipdnosuch0 not found")
 }
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) to create a network namespace and a veth pair; run the tests as root, e.g. sudo go test ./health")
-	}
-}
-
-// newNetns returns a fresh, unnamed network namespace, closed at the end of
-// the test; it exists only while a handle refers to it.
-func newNetns(t *testing.T) netns.NsHandle {
-	t.Helper()
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		t.Fatalf("current namespace: %v", err)
-	}
-	defer orig.Close()
-	ns, err := netns.New() // moves this thread into the new namespace
-	if err != nil {
-		runtime.UnlockOSThread()
-		t.Fatalf("new namespace: %v", err)
-	}
-	if err := netns.Set(orig); err != nil {
-		// Leave the thread locked: the runtime discards it with this goroutine.
-		ns.Close()
-		t.Fatalf("back to the original namespace: %v", err)
-	}
-	runtime.UnlockOSThread()
-	t.Cleanup(func() { ns.Close() })
-	return ns
-}
-
 // TestInterfaceNetns follows a veth end through up, no carrier (its peer
 // down), administratively down and deleted, in a namespace of its own.
 func TestInterfaceNetns(t *testing.T) {
-	requireRoot(t)
-	h, err := netlink.NewHandleAt(newNetns(t), unix.NETLINK_ROUTE)
+	nstest.RequireRoot(t, "sudo go test ./health")
+	h, err := netlink.NewHandleAt(nstest.New(t), unix.NETLINK_ROUTE)
 	if err != nil {
 		t.Fatalf("netlink handle: %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/vipd/vipd/internal/nstest"
 	"log/slog"
 	"net/netip"
 	"runtime"
@@ -75,8 +76,8 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 func TestAddRemoveVIP(t *testing.T) {
-	requireRoot(t)
-	ns := newNetns(t)
+	nstest.RequireRoot(t, "sudo go test ./netif")
+	ns := nstest.New(t)
 	h := nsHandle(t, ns)
 	vip0, _ := addVeth(t, h, "vip0", "peer0")
 	addAddr(t, h, vip0, hostAddr)
@@ -133,8 +134,8 @@ func TestAddRemoveVIP(t *testing.T) {
 }
 
 func TestVIPLabelsAndFlags(t *testing.T) {
-	requireRoot(t)
-	ns := newNetns(t)
+	nstest.RequireRoot(t, "sudo go test ./netif")
+	ns := nstest.New(t)
 	h := nsHandle(t, ns)
 	long, _ := addVeth(t, h, "vip-long-name01", "peer1") // 15 characters, the longest name
 	m := newTestManager(t, ns)
@@ -172,8 +173,8 @@ func TestVIPLabelsAndFlags(t *testing.T) {
 }
 
 func TestMissingLink(t *testing.T) {
-	requireRoot(t)
-	ns := newNetns(t)
+	nstest.RequireRoot(t, "sudo go test ./netif")
+	ns := nstest.New(t)
 	m := newTestManager(t, ns)
 
 	if _, err := m.Link("nope0"); !errors.Is(err, ErrNoLink) {
@@ -194,8 +195,8 @@ func TestMissingLink(t *testing.T) {
 }
 
 func TestPrimaryIPv4(t *testing.T) {
-	requireRoot(t)
-	ns := newNetns(t)
+	nstest.RequireRoot(t, "sudo go test ./netif")
+	ns := nstest.New(t)
 	h := nsHandle(t, ns)
 	vip0, _ := addVeth(t, h, "vip0", "peer0")
 	stale := netip.MustParsePrefix("198.51.100.12/32")
@@ -223,8 +224,8 @@ func TestPrimaryIPv4(t *testing.T) {
 }
 
 func TestLinkState(t *testing.T) {
-	requireRoot(t)
-	ns := newNetns(t)
+	nstest.RequireRoot(t, "sudo go test ./netif")
+	ns := nstest.New(t)
 	h := nsHandle(t, ns)
 	vip0, peer0 := addVeth(t, h, "vip0", "peer0")
 	m := newTestManager(t, ns)
@@ -294,8 +295,8 @@ func is(kind EventKind, link string) func(Event) bool {
 }
 
 func TestWatch(t *testing.T) {
-	requireRoot(t)
-	ns := newNetns(t)
+	nstest.RequireRoot(t, "sudo go test ./netif")
+	ns := nstest.New(t)
 	h := nsHandle(t, ns)
 	vip0, peer0 := addVeth(t, h, "vip0", "peer0")
 	addAddr(t, h, vip0, hostAddr)
@@ -399,8 +400,8 @@ func TestWatch(t *testing.T) {
 }
 
 func TestClose(t *testing.T) {
-	requireRoot(t)
-	ns := newNetns(t)
+	nstest.RequireRoot(t, "sudo go test ./netif")
+	ns := nstest.New(t)
 	m, err := New(nil, WithNamespace(ns))
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -1,49 +1,12 @@
 package netif
 
 import (
-	"os"
-	"runtime"
 	"testing"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
-
-// requireRoot skips tests that create network namespaces and veth pairs.
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) to create a network namespace and a veth pair; run the tests as root, e.g. sudo go test ./netif")
-	}
-}
-
-// newNetns returns a fresh, unnamed network namespace. It exists only while
-// a handle or socket refers to it, so nothing outlives the test process, and
-// it is closed at the end of the test.
-func newNetns(t *testing.T) netns.NsHandle {
-	t.Helper()
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		t.Fatalf("current namespace: %v", err)
-	}
-	defer orig.Close()
-	ns, err := netns.New() // moves this thread into the new namespace
-	if err != nil {
-		runtime.UnlockOSThread()
-		t.Fatalf("new namespace: %v", err)
-	}
-	if err := netns.Set(orig); err != nil {
-		// Leave the thread locked: the runtime discards it with this goroutine.
-		ns.Close()
-		t.Fatalf("back to the original namespace: %v", err)
-	}
-	runtime.UnlockOSThread()
-	t.Cleanup(func() { ns.Close() })
-	return ns
-}
 
 // nsHandle returns a netlink handle in ns, closed at the end of the test.
 // Tests use it to act "from outside" the Manager.
