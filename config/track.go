@@ -75,12 +75,8 @@ func (c *checker) track(at string, r *rawTrack) Track {
 	key := func(name string) string { return keyPath(at, name) }
 
 	c.need(r.Name, key("name"))
-	if s, ok := c.str(r.Name, key("name")); ok {
-		if msg := nameProblem(s); msg != "" {
-			c.add(key("name"), "%s", msg)
-		} else {
-			t.Name = s
-		}
+	if s, ok := c.checkedStr(r.Name, key("name"), nameProblem); ok {
+		t.Name = s
 	}
 
 	c.need(r.Type, key("type"))
@@ -156,12 +152,8 @@ func (c *checker) track(at string, r *rawTrack) Track {
 		}
 	}
 	if belongs("interface", r.Interface, "interface") {
-		if s, ok := c.str(r.Interface, key("interface")); ok {
-			if msg := ifnameProblem(s); msg != "" {
-				c.add(key("interface"), "%s", msg)
-			} else {
-				t.Interface = s
-			}
+		if s, ok := c.checkedStr(r.Interface, key("interface"), ifnameProblem); ok {
+			t.Interface = s
 		}
 	}
 

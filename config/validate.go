@@ -172,21 +172,13 @@ func (c *checker) instance(i int, r *rawInstance) Instance {
 	key := func(name string) string { return keyPath(at, name) }
 
 	c.need(r.Name, key("name"))
-	if s, ok := c.str(r.Name, key("name")); ok {
-		if msg := nameProblem(s); msg != "" {
-			c.add(key("name"), "%s", msg)
-		} else {
-			in.Name = s
-		}
+	if s, ok := c.checkedStr(r.Name, key("name"), nameProblem); ok {
+		in.Name = s
 	}
 
 	c.need(r.Interface, key("interface"))
-	if s, ok := c.str(r.Interface, key("interface")); ok {
-		if msg := ifnameProblem(s); msg != "" {
-			c.add(key("interface"), "%s", msg)
-		} else {
-			in.Interface = s
-		}
+	if s, ok := c.checkedStr(r.Interface, key("interface"), ifnameProblem); ok {
+		in.Interface = s
 	}
 
 	c.need(r.VRID, key("vrid"))
@@ -418,6 +410,20 @@ func shortDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// checkedStr reads a string and refuses it, with its message, when problem
+// says what is wrong with it.
+func (c *checker) checkedStr(f field, p string, problem func(string) string) (string, bool) {
+	s, ok := c.str(f, p)
+	if !ok {
+		return "", false
+	}
+	if msg := problem(s); msg != "" {
+		c.add(p, "%s", msg)
+		return "", false
+	}
+	return s, true
 }
 
 // stringList reads an array of strings.
