@@ -663,12 +663,12 @@ func (in *instance) drop(err error, src netip.Addr, adv *vrrp.Advertisement) {
 	in.log.Warn("advert dropped", attrs...)
 }
 
-// exec carries out the machine's actions in order, then publishes the
-// machine's state for status readers on other goroutines.
+// exec publishes the machine's state for readers on other goroutines, then
+// carries out its actions in order. The machine has moved before it returns
+// actions and does not move while they run, so one publication, first,
+// serves status and the transition hooks alike.
 func (in *instance) exec(actions []vrrp.Action) {
-	// The machine has already moved: say so before acting, and again after.
 	in.publish()
-	defer in.publish()
 	for _, a := range actions {
 		switch a.Kind {
 		case vrrp.ActSendAdvert:
@@ -820,9 +820,6 @@ func (in *instance) announce() {
 }
 
 func (in *instance) transition(tr vrrp.Transition) {
-	// Readers of the snapshot (systemd's status line, status) must see the
-	// new state when the hooks below run.
-	in.publish()
 	in.counters.transitions.Add(1)
 	in.mu.Lock()
 	in.last = tr
