@@ -33,8 +33,13 @@ bench: deps build
 	bin/vipd-lab bench --vipd bin/vipd --out results
 	$(GO) test -run '^$$' -bench . -benchmem ./vrrp/
 
+# The tiers that need no root (pure and fakes), run again under the race
+# detector: they hold the election's concurrency.
+RACE_PKGS := ./vrrp/... ./config/... ./control/... ./metrics/... ./systemd/... ./daemon/... ./health/...
+
 # Every test: pure, fakes, and (as root) the namespace, interop and lab tests.
 test: deps lint
+	$(GO) test -race -short -count=1 $(RACE_PKGS)
 	$(GO) test $(TESTFLAGS) ./...
 
 # Unprivileged quick loop: the namespace tests skip themselves.
@@ -46,6 +51,7 @@ lint:
 	$(GO) vet ./...
 	GOOS=darwin $(GO) vet ./vrrp/ ./config/ ./netif/ ./arp/ ./transport/ ./health/ ./control/ ./systemd/ ./metrics/
 	$(GO) run $(STATICCHECK) ./...
+	$(GO) mod tidy -diff
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./vrrp/

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipd/vipd/lab"
+	"github.com/vipd/vipd/internal/lab"
 	"github.com/vipd/vipd/vrrp"
 )
 

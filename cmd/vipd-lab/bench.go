@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vipd/vipd/lab"
+	"github.com/vipd/vipd/internal/lab"
 )
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {

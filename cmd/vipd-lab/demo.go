@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vipd/vipd/lab"
+	"github.com/vipd/vipd/internal/lab"
 )
 
 // timeline prints lines stamped with milliseconds since the demo started;

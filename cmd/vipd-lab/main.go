@@ -11,7 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/vipd/vipd/lab"
+	"github.com/vipd/vipd/internal/lab"
 )
 
 const usage = `vipd-lab builds a LAN in network namespaces and measures VIP failover.

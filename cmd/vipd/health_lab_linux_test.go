@@ -19,7 +19,7 @@ import (
 
 	"github.com/vipd/vipd/arp"
 	"github.com/vipd/vipd/control"
-	"github.com/vipd/vipd/lab"
+	"github.com/vipd/vipd/internal/lab"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipd/vipd/lab"
+	"github.com/vipd/vipd/internal/lab"
 )
 
 // Interop: vipd and keepalived (Debian package, VRRPv3) in one group.

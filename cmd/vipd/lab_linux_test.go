@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipd/vipd/lab"
+	"github.com/vipd/vipd/internal/lab"
 )
 
 // The tests in this file run the real vipd binary in network namespaces the
