@@ -1,0 +1,372 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/vipd/vipd/arp"
+	"github.com/vipd/vipd/config"
+	"github.com/vipd/vipd/control"
+	"github.com/vipd/vipd/daemon"
+	"github.com/vipd/vipd/metrics"
+	"github.com/vipd/vipd/netif"
+	"github.com/vipd/vipd/systemd"
+	"github.com/vipd/vipd/transport"
+	"github.com/vipd/vipd/vrrp"
+	"golang.org/x/sync/errgroup"
+)
+
+// handoverEnv names the file a re-executed daemon resumes from.
+const handoverEnv = "VIPD_HANDOVER"
+
+// runDaemon runs the daemon with the configuration at path until it is
+// stopped, re-executing a new binary in place when an upgrade asks for it.
+func runDaemon(configPath string, stderr io.Writer) int {
+	path := &configPath
+	cfg, err := config.Load(*path)
+	if err == nil {
+		if cerr := daemon.CheckTrackers(cfg); cerr != nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		printConfigError(stderr, *path, err)
+		return exitConfig
+	}
+	level := new(slog.LevelVar)
+	level.Set(cfg.Global.LogLevel)
+	log := newLogger(stderr, cfg.Global, level)
+
+	var handover *daemon.Handover
+	if p := os.Getenv(handoverEnv); p != "" {
+		os.Unsetenv(handoverEnv)
+		if handover, err = daemon.ReadHandover(p); err != nil {
+			log.Error("cannot resume from the previous process; starting afresh", "error", err)
+		} else {
+			log.Info("resuming after a binary upgrade", "version", version, "handover", p)
+		}
+	}
+	for {
+		code, up := serve(*path, cfg, handover, level, log)
+		if up == nil {
+			return code
+		}
+		// Same PID, new binary: systemd and the VIPs see no change.
+		env := append(os.Environ(), handoverEnv+"="+up.file)
+		log.Info("re-executing the new binary", "binary", up.exe)
+		err := syscall.Exec(up.exe, os.Args, env)
+		// Only a failed exec returns: carry on in this process.
+		log.Error("re-exec failed; continuing with the running binary", "binary", up.exe, "error", err)
+		handover = up.handover
+		os.Remove(up.file)
+		if cfg, err = config.Load(*path); err != nil {
+			printConfigError(stderr, *path, err)
+			return exitConfig
+		}
+	}
+}
+
+// upgrade is a re-exec that serve prepared.
+type upgrade struct {
+	exe      string
+	file     string
+	handover *daemon.Handover
+}
+
+// serve runs the daemon until a signal stops it (the exit code) or a new
+// binary takes over (the upgrade to carry out).
+func serve(path string, cfg *config.Config, handover *daemon.Handover, level *slog.LevelVar, log *slog.Logger) (int, *upgrade) {
+	notifier := systemd.NewNotifier(log)
+
+	// The control socket first: a second daemon with the same socket must
+	// stop here, before it touches any address.
+	ctl, err := control.Listen(cfg.Global.Socket, cfg.Global.SocketGroup, log)
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			// Restarting will not help: say what to change, and stop
+			// systemd's restart loop with EX_CONFIG.
+			log.Error("control socket: permission denied; with socket_group the unit needs SupplementaryGroups= that group and SystemCallFilter=@chown (see vipd(8))", "error", err)
+			return exitConfig, nil
+		}
+		log.Error("control socket", "error", err)
+		return 1, nil
+	}
+	defer ctl.Close()
+
+	links, err := netif.New(log, netif.WithVIPs(allVIPs(cfg)...))
+	if err != nil {
+		log.Error("netlink", "error", err)
+		return 1, nil
+	}
+	defer links.Close()
+	env := daemon.Env{
+		Links:      links,
+		ListenVRRP: transport.Listen,
+		DialARP: func(ifi *net.Interface) (daemon.Announcer, error) {
+			return arp.Dial(ifi)
+		},
+		ListenARP: func(ifi *net.Interface) (daemon.ARPMonitor, error) {
+			return arp.ListenMonitor(ifi)
+		},
+	}
+	upgradeTo := make(chan string, 1)
+	var d *daemon.Daemon
+	m := metrics.New(func() []control.InstanceStatus { return d.StatusReport() })
+	d, err = daemon.New(cfg, log, env, daemon.Options{
+		OnTransition: func(instance string, tr vrrp.Transition) {
+			if tr.Reason != vrrp.ReasonResumed { // an upgrade is not a move
+				m.Transition(instance, tr.From.String(), tr.To.String())
+			}
+			notifier.Status(summary(d))
+		},
+		HeldFile:       heldFile(cfg),
+		OnConflict:     m.Conflict,
+		OnTrackerCheck: m.TrackerCheck,
+		Load: func(path string) (*config.Config, error) {
+			next, err := config.Load(path)
+			if err == nil {
+				level.Set(next.Global.LogLevel)
+			}
+			return next, err
+		},
+		Handover: handover,
+		Upgrade: func(ctx context.Context) (bool, []string, error) {
+			return checkUpgrade(ctx, path, upgradeTo, log)
+		},
+	})
+	if err != nil {
+		log.Error("starting", "error", err)
+		return 1, nil
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	var next *upgrade
+	var g errgroup.Group
+	g.Go(func() error { return ctl.Serve(runCtx, reloadNotifier{d, notifier}) })
+	if addr := cfg.Global.MetricsListen; addr != "" {
+		g.Go(func() error {
+			if err := m.Serve(runCtx, addr, log); err != nil {
+				log.Error("metrics", "address", addr, "error", err)
+			}
+			return nil
+		})
+	}
+	g.Go(func() error {
+		select {
+		case <-d.Ready():
+			notifier.Ready(summary(d))
+			log.Info("ready: every instance has joined its group")
+		case <-runCtx.Done():
+		}
+		return nil
+	})
+	if interval, ok := notifier.WatchdogInterval(); ok {
+		g.Go(func() error { watchdog(runCtx, d, notifier, interval, log); return nil })
+	}
+	g.Go(func() error {
+		for {
+			select {
+			case <-runCtx.Done():
+				return nil
+			case <-hup:
+				notifier.Reloading()
+				if upgrading, _, err := checkUpgrade(runCtx, path, upgradeTo, log); upgrading || err != nil {
+					if err != nil {
+						log.Error("reload refused: keeping the running binary and configuration", "error", err)
+						notifier.Ready(summary(d))
+					}
+					continue
+				}
+				changes, err := d.ReloadConfig(runCtx)
+				if err != nil {
+					var cerr *config.Error
+					if errors.As(err, &cerr) {
+						for _, p := range cerr.Problems {
+							log.Error("reload refused: keeping the running configuration", "problem", p.String())
+						}
+					} else {
+						log.Error("reload failed", "error", err)
+					}
+				} else {
+					log.Info("reloaded", "changes", changes)
+				}
+				notifier.Ready(summary(d))
+			case exe := <-upgradeTo:
+				notifier.Reloading()
+				// Let the reload's answer reach `vipd reload` first.
+				time.Sleep(100 * time.Millisecond)
+				h, err := d.Detach(runCtx)
+				if err != nil {
+					log.Error("upgrade abandoned: keeping the running binary", "error", err)
+					notifier.Ready(summary(d))
+					continue
+				}
+				file := filepath.Join(filepath.Dir(cfg.Global.Socket), fmt.Sprintf("handover-%d.json", os.Getpid()))
+				if err := daemon.WriteHandover(file, h); err != nil {
+					log.Error("upgrade abandoned: cannot write the handover; keeping the running binary", "error", err)
+					notifier.Ready(summary(d))
+					continue
+				}
+				next = &upgrade{exe: exe, file: file, handover: h}
+				stopRun()
+				return nil
+			}
+		}
+	})
+
+	log.Info("starting", "version", version, "config", path, "instances", len(cfg.Instances))
+	err = d.Run(runCtx)
+	if next == nil {
+		notifier.Stopping()
+	}
+	stopRun()
+	g.Wait()
+	if next != nil {
+		return 0, next
+	}
+	if err != nil {
+		log.Error("stopped", "error", err)
+		return 1, nil
+	}
+	log.Info("stopped")
+	return 0, nil
+}
+
+// checkUpgrade looks for a new binary at the path this one was started
+// from (a package upgrade replaces the file). If there is one and it
+// accepts the configuration, it queues the re-exec and says so; if it
+// refuses, nothing changes and the error carries its problems.
+func checkUpgrade(ctx context.Context, cfgPath string, upgradeTo chan<- string, log *slog.Logger) (bool, []string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return false, nil, nil
+	}
+	onDisk, err1 := os.Stat(exe)
+	running, err2 := os.Stat("/proc/self/exe")
+	if err1 != nil || err2 != nil || os.SameFile(onDisk, running) {
+		return false, nil, nil
+	}
+	log.Info("a new binary is on disk: checking it against the configuration", "binary", exe)
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(cctx, exe, "check", "--config", cfgPath).CombinedOutput()
+	if err != nil {
+		var problems []string
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if l != "" {
+				problems = append(problems, l)
+			}
+		}
+		return false, nil, &daemon.UpgradeRefused{Problems: problems, Err: fmt.Errorf("%s check: %w", exe, err)}
+	}
+	select {
+	case upgradeTo <- exe:
+	default:
+		return true, []string{"an upgrade is already under way"}, nil
+	}
+	return true, []string{fmt.Sprintf("new binary %s: re-executing it with the running state (same PID; Masters stay Masters)", exe)}, nil
+}
+
+// heldFile is where the daemon lists the addresses it holds, beside its
+// socket in the runtime directory, for `vipd cleanup`.
+func heldFile(cfg *config.Config) string {
+	return filepath.Join(filepath.Dir(cfg.Global.Socket), "held.json")
+}
+
+// reloadNotifier tells systemd about reloads that come through the control
+// socket (ExecReload=vipd reload), as SIGHUP's do.
+type reloadNotifier struct {
+	*daemon.Daemon
+	n *systemd.Notifier
+}
+
+func (r reloadNotifier) Reload(ctx context.Context) (control.ReloadResult, error) {
+	r.n.Reloading()
+	res, err := r.Daemon.Reload(ctx)
+	if err != nil || !upgradingResult(res) {
+		r.n.Ready(summary(r.Daemon))
+	}
+	return res, err
+}
+
+// upgradingResult tells a reload that hands over to a new binary, which
+// reports READY itself.
+func upgradingResult(res control.ReloadResult) bool {
+	for _, c := range res.Changes {
+		if strings.Contains(c, "re-executing") {
+			return true
+		}
+	}
+	return false
+}
+
+// watchdog pings systemd while every instance's election loop answers; a
+// stuck loop stops the pings and systemd restarts the daemon.
+func watchdog(ctx context.Context, d *daemon.Daemon, n *systemd.Notifier, interval time.Duration, log *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := d.Alive(ctx, interval); err != nil {
+				log.Error("watchdog: not pinging systemd", "error", err)
+				continue
+			}
+			n.Watchdog()
+		}
+	}
+}
+
+// summary is the one-line STATUS= systemd shows.
+func summary(d *daemon.Daemon) string {
+	if d == nil {
+		return ""
+	}
+	var parts []string
+	for _, st := range d.Snapshot() {
+		p := fmt.Sprintf("%s %s", st.Name, st.State)
+		if st.Held {
+			for _, v := range st.VIPs {
+				p += " " + v.Addr().String()
+			}
+		}
+		if !st.Since.IsZero() {
+			p += " since " + st.Since.Format("15:04:05")
+		}
+		if st.Drained {
+			p += " (drained)"
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func allVIPs(cfg *config.Config) []netip.Prefix {
+	var vips []netip.Prefix
+	for _, in := range cfg.Instances {
+		vips = append(vips, in.VIPs...)
+	}
+	return vips
+}
