@@ -1,0 +1,355 @@
+package announce
+
+import (
+	"net/netip"
+	"time"
+)
+
+const (
+	// AnswerEvery bounds how often a Master answers claims with its own
+	// announcement: a burst of foreign claims is answered on its trailing
+	// edge, never left unanswered and never echoed one for one.
+	AnswerEvery = 100 * time.Millisecond
+	// LogEvery bounds the log lines per foreign MAC; counters count all.
+	LogEvery = 10 * time.Second
+	// StandDownProbeEvery is how often a Master that stood down asks
+	// whether the other claimant still answers for the addresses, and
+	// StandDownMisses how many unanswered probes in a row mean it is gone.
+	// Two misses, not one: a lost reply must not restart the fight.
+	StandDownProbeEvery = 300 * time.Millisecond
+	StandDownMisses     = 2
+)
+
+// Config is when a Master announces.
+type Config struct {
+	// Repeat announcements after a takeover, Interval apart (Repeat ≥ 1).
+	Repeat   int
+	Interval time.Duration
+	// Refresh re-announces while Master; zero never does.
+	Refresh time.Duration
+	// ProbeEvery is how often a Master asks who else holds its addresses;
+	// zero never (no claim monitor).
+	ProbeEvery time.Duration
+	// ClaimGrace is how long a claim waits for an advert that explains it:
+	// a peer that preempts us sends its advert and then its announcement,
+	// and the two may be read in either order.
+	ClaimGrace time.Duration
+}
+
+// A Claim is another host saying that it has one of our addresses.
+type Claim struct {
+	Addr netip.Addr
+	MAC  string
+	// Announcement: said unasked (gratuitous ARP), as a new owner does. A
+	// claim that answers a question (our probe, a client's request) comes
+	// from a passive owner: a host that has the address but does not fight
+	// for it.
+	Announcement bool
+	At           time.Time
+}
+
+// ActionKind says what an Action asks the driver to do.
+type ActionKind uint8
+
+const (
+	_ ActionKind = iota // invalid zero value
+	// ActAnnounce: announce every held address now.
+	ActAnnounce
+	// ActProbe: ask who else holds the addresses.
+	ActProbe
+	// ActConflict: Claim is another host claiming one of our addresses
+	// that no advert explains; count it and show it. Log: say so too.
+	ActConflict
+	// ActStandDown: Claim announced one of our addresses and no advert
+	// explains it: a second Master we cannot hear (a VRRP partition). The
+	// clients follow the latest announcement, so answering it would move
+	// them again and start a war of announcements; we keep the addresses
+	// but stop announcing until the claimant stops answering for them or
+	// the election has decided (Reannounce). Always logged.
+	ActStandDown
+	// ActResume: the host we stood down for no longer answers for the
+	// addresses; we announce again (a burst follows).
+	ActResume
+)
+
+func (k ActionKind) String() string {
+	switch k {
+	case ActAnnounce:
+		return "announce"
+	case ActProbe:
+		return "probe"
+	case ActConflict:
+		return "conflict"
+	case ActStandDown:
+		return "stand_down"
+	case ActResume:
+		return "resume"
+	}
+	return "invalid_action"
+}
+
+// An Action is one thing the driver must do.
+type Action struct {
+	Kind  ActionKind
+	Claim Claim
+	Log   bool
+}
+
+type timer uint8
+
+const (
+	timerGrace timer = iota
+	timerBurst
+	timerRefresh
+	timerProbe
+	timerAnswer
+	numTimers
+)
+
+// A Policy decides the announcements of one instance. Not safe for
+// concurrent use: the instance's goroutine feeds it.
+type Policy struct {
+	cfg    Config
+	ownMAC string
+
+	held      bool
+	burstLeft int
+	due       [numTimers]time.Time // zero: not armed
+
+	pending    Claim // the latest claim waiting out ClaimGrace
+	hasPending bool
+
+	lastAnswer time.Time
+
+	standingDown    bool
+	standFor        Claim
+	heardSinceProbe bool
+	misses          int
+
+	logged map[string]time.Time // last log line per foreign MAC
+}
+
+// New returns a Policy for a host whose own hardware address is ownMAC.
+func New(cfg Config, ownMAC string) *Policy {
+	return &Policy{cfg: cfg, ownMAC: ownMAC, logged: map[string]time.Time{}}
+}
+
+// SetConfig applies a reload. A changed refresh period takes effect now.
+func (p *Policy) SetConfig(cfg Config, now time.Time) {
+	old := p.cfg
+	p.cfg = cfg
+	if !p.held || old.Refresh == cfg.Refresh {
+		return
+	}
+	p.due[timerRefresh] = time.Time{}
+	if cfg.Refresh > 0 && !p.standingDown {
+		p.due[timerRefresh] = now.Add(cfg.Refresh)
+	}
+}
+
+// Held reports whether the policy speaks for the addresses.
+func (p *Policy) Held() bool { return p.held }
+
+// StandingDown reports whether we hold the addresses without announcing
+// them, and for which claimant.
+func (p *Policy) StandingDown() (bool, Claim) { return p.standingDown, p.standFor }
+
+// Next is when Tick must run next; zero means no timer is armed.
+func (p *Policy) Next() time.Time {
+	var next time.Time
+	for _, d := range p.due {
+		if !d.IsZero() && (next.IsZero() || d.Before(next)) {
+			next = d
+		}
+	}
+	return next
+}
+
+// TookOver starts a term as Master: the addresses are on the interface.
+func (p *Policy) TookOver(now time.Time, out []Action) []Action {
+	p.reset()
+	p.held = true
+	// A second owner found in this term is news, whatever an earlier one
+	// logged.
+	clear(p.logged)
+	out = p.startBurst(now, out)
+	if p.cfg.Refresh > 0 {
+		p.due[timerRefresh] = now.Add(p.cfg.Refresh)
+	}
+	return p.probe(now, out)
+}
+
+// Released ends the term: say nothing more.
+func (p *Policy) Released() {
+	p.reset()
+	p.held = false
+}
+
+func (p *Policy) reset() {
+	p.due = [numTimers]time.Time{}
+	p.burstLeft = 0
+	p.hasPending = false
+	p.standingDown, p.standFor, p.heardSinceProbe, p.misses = false, Claim{}, false, 0
+}
+
+// Reannounce asks for a new burst: the election settled a split brain in
+// our favour, an address deleted by hand was restored, or a reload added
+// one. It ends a stand-down: the adverts decide now, not the claims.
+func (p *Policy) Reannounce(now time.Time, out []Action) []Action {
+	if !p.held {
+		return out
+	}
+	if p.standingDown {
+		p.standingDown, p.standFor, p.misses = false, Claim{}, 0
+		if p.cfg.Refresh > 0 {
+			p.due[timerRefresh] = now.Add(p.cfg.Refresh)
+		}
+		p.due[timerProbe] = now.Add(p.cfg.ProbeEvery)
+	}
+	return p.startBurst(now, out)
+}
+
+// Claimed reports another host's claim of one of our addresses. It waits
+// out ClaimGrace: if the election makes us Backup meanwhile (Released),
+// the claimant was the new Master, not a second owner.
+func (p *Policy) Claimed(c Claim, out []Action) []Action {
+	if !p.held {
+		return out
+	}
+	if p.standingDown && c.MAC == p.standFor.MAC {
+		p.heardSinceProbe = true
+	}
+	if !p.hasPending {
+		p.due[timerGrace] = c.At.Add(p.cfg.ClaimGrace)
+	} else if p.pending.Announcement && !c.Announcement && p.pending.MAC == c.MAC {
+		c.Announcement = true // one claimant announced: keep that
+	}
+	p.pending, p.hasPending = c, true
+	return out
+}
+
+// Tick handles every timer due at now.
+func (p *Policy) Tick(now time.Time, out []Action) []Action {
+	for t := range numTimers {
+		d := p.due[t]
+		if d.IsZero() || now.Before(d) {
+			continue
+		}
+		p.due[t] = time.Time{}
+		switch t {
+		case timerGrace:
+			out = p.judgeClaim(now, out)
+		case timerBurst:
+			out = p.burstStep(now, out)
+		case timerRefresh:
+			out = append(out, Action{Kind: ActAnnounce})
+			p.due[timerRefresh] = now.Add(p.cfg.Refresh)
+		case timerProbe:
+			out = p.probe(now, out)
+		case timerAnswer:
+			out = p.answer(now, out)
+		}
+	}
+	return out
+}
+
+// judgeClaim decides on a claim that outlived ClaimGrace with us still
+// Master: no advert explains it.
+func (p *Policy) judgeClaim(now time.Time, out []Action) []Action {
+	if !p.hasPending {
+		return out
+	}
+	c := p.pending
+	p.hasPending = false
+	if p.standingDown {
+		return p.report(c, now, out)
+	}
+	// Two Masters that took over together both announce; the higher MAC
+	// keeps announcing so that exactly one of them stands down.
+	bothNew := p.burstLeft > 0
+	if c.Announcement && !(bothNew && p.ownMAC > c.MAC) {
+		p.standingDown, p.standFor = true, c
+		p.burstLeft, p.misses, p.heardSinceProbe = 0, 0, false
+		p.due[timerBurst], p.due[timerRefresh], p.due[timerAnswer] = time.Time{}, time.Time{}, time.Time{}
+		p.logged[c.MAC] = now
+		out = append(out, Action{Kind: ActStandDown, Claim: c, Log: true})
+		// Ask at once whether it holds the address, then keep asking.
+		out = append(out, Action{Kind: ActProbe})
+		if p.cfg.ProbeEvery > 0 {
+			p.due[timerProbe] = now.Add(StandDownProbeEvery)
+		}
+		return out
+	}
+	out = p.report(c, now, out)
+	return p.answer(now, out)
+}
+
+func (p *Policy) report(c Claim, now time.Time, out []Action) []Action {
+	last, seen := p.logged[c.MAC]
+	log := !seen || now.Sub(last) >= LogEvery
+	if log {
+		if len(p.logged) > 256 {
+			clear(p.logged) // a spoofing flood must not grow memory
+		}
+		p.logged[c.MAC] = now
+	}
+	return append(out, Action{Kind: ActConflict, Claim: c, Log: log})
+}
+
+// answer announces our own address now, or as soon as AnswerEvery allows.
+func (p *Policy) answer(now time.Time, out []Action) []Action {
+	if p.standingDown {
+		return out
+	}
+	if next := p.lastAnswer.Add(AnswerEvery); !p.lastAnswer.IsZero() && now.Before(next) {
+		p.due[timerAnswer] = next
+		return out
+	}
+	p.lastAnswer = now
+	return append(out, Action{Kind: ActAnnounce})
+}
+
+func (p *Policy) startBurst(now time.Time, out []Action) []Action {
+	p.burstLeft = max(p.cfg.Repeat, 1)
+	return p.burstStep(now, out)
+}
+
+func (p *Policy) burstStep(now time.Time, out []Action) []Action {
+	if p.burstLeft <= 0 || p.standingDown {
+		return out
+	}
+	p.burstLeft--
+	out = append(out, Action{Kind: ActAnnounce})
+	if p.burstLeft > 0 {
+		p.due[timerBurst] = now.Add(p.cfg.Interval)
+	}
+	return out
+}
+
+func (p *Policy) probe(now time.Time, out []Action) []Action {
+	if p.cfg.ProbeEvery <= 0 {
+		return out
+	}
+	if !p.standingDown {
+		p.due[timerProbe] = now.Add(p.cfg.ProbeEvery)
+		return append(out, Action{Kind: ActProbe})
+	}
+	if p.heardSinceProbe {
+		p.misses = 0
+	} else {
+		p.misses++
+	}
+	p.heardSinceProbe = false
+	if p.misses < StandDownMisses {
+		p.due[timerProbe] = now.Add(StandDownProbeEvery)
+		return append(out, Action{Kind: ActProbe})
+	}
+	gone := p.standFor
+	p.standingDown, p.standFor, p.misses = false, Claim{}, 0
+	out = append(out, Action{Kind: ActResume, Claim: gone})
+	if p.cfg.Refresh > 0 {
+		p.due[timerRefresh] = now.Add(p.cfg.Refresh)
+	}
+	p.due[timerProbe] = now.Add(p.cfg.ProbeEvery)
+	return p.startBurst(now, out)
+}
