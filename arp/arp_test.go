@@ -233,6 +233,23 @@ func claimFrame(t testing.TB, op Operation, sender netip.Addr, edit func(*ethern
 	return b
 }
 
+func TestClaimGratuitous(t *testing.T) {
+	other := netip.MustParseAddr("198.51.100.2")
+	for _, tc := range []struct {
+		c    Claim
+		want bool
+	}{
+		{Claim{IP: testVIP, Target: testVIP, Op: OperationRequest}, true},
+		{Claim{IP: testVIP, Target: testVIP, Op: OperationReply}, true},
+		{Claim{IP: testVIP, Target: other, Op: OperationReply}, false}, // an answer to other's question
+		{Claim{IP: testVIP, Target: other, Op: OperationRequest}, false},
+	} {
+		if got := tc.c.Gratuitous(); got != tc.want {
+			t.Errorf("%+v: Gratuitous() = %v, want %v", tc.c, got, tc.want)
+		}
+	}
+}
+
 func TestParseClaim(t *testing.T) {
 	other := netip.MustParseAddr("198.51.100.2")
 	valid := claimFrame(t, OperationRequest, testVIP, nil)
@@ -243,21 +260,21 @@ func TestParseClaim(t *testing.T) {
 		ok      bool
 		wantErr bool
 	}{
-		{name: "gratuitous request", b: valid, want: Claim{IP: testVIP, MAC: theirMAC, Op: OperationRequest}, ok: true},
+		{name: "gratuitous request", b: valid, want: Claim{IP: testVIP, MAC: theirMAC, Op: OperationRequest, Target: testVIP}, ok: true},
 		{
 			name: "reply",
 			b:    claimFrame(t, OperationReply, testVIP, nil),
-			want: Claim{IP: testVIP, MAC: theirMAC, Op: OperationReply}, ok: true,
+			want: Claim{IP: testVIP, MAC: theirMAC, Op: OperationReply, Target: testVIP}, ok: true,
 		},
 		{
 			name: "ordinary request from another address",
 			b:    claimFrame(t, OperationRequest, other, nil),
-			want: Claim{IP: other, MAC: theirMAC, Op: OperationRequest}, ok: true,
+			want: Claim{IP: other, MAC: theirMAC, Op: OperationRequest, Target: testVIP}, ok: true,
 		},
 		{
 			name: "IEEE 802 hardware type",
 			b:    claimFrame(t, OperationRequest, testVIP, func(_ *ethernet.Frame, p *mdarp.Packet) { p.HardwareType = 6 }),
-			want: Claim{IP: testVIP, MAC: theirMAC, Op: OperationRequest}, ok: true,
+			want: Claim{IP: testVIP, MAC: theirMAC, Op: OperationRequest, Target: testVIP}, ok: true,
 		},
 		{
 			name: "our own sender MAC",
@@ -366,8 +383,8 @@ func TestMonitorRun(t *testing.T) {
 		t.Fatalf("Run = %v, want nil", err)
 	}
 	want := []Claim{
-		{IP: testVIP, MAC: theirMAC, Op: OperationRequest},
-		{IP: other, MAC: theirMAC, Op: OperationReply},
+		{IP: testVIP, MAC: theirMAC, Op: OperationRequest, Target: testVIP},
+		{IP: other, MAC: theirMAC, Op: OperationReply, Target: testVIP},
 	}
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(Claim{}, "At"), cmpopts.EquateComparable(netip.Addr{})); diff != "" {
 		t.Errorf("claims (-want +got):\n%s", diff)

@@ -33,9 +33,16 @@ type Claim struct {
 	IP  netip.Addr
 	MAC net.HardwareAddr
 	Op  Operation
+	// Target is the packet's target IP: IP itself in a gratuitous ARP.
+	Target netip.Addr
 	// At is when the packet was read.
 	At time.Time
 }
+
+// Gratuitous reports whether the sender announced its address unasked (a
+// gratuitous ARP request or reply) rather than answering or asking
+// another host: what a host taking an address over sends.
+func (c Claim) Gratuitous() bool { return c.Target == c.IP }
 
 // A Monitor reports the ARP packets of other hosts on one interface.
 type Monitor struct {
@@ -123,5 +130,5 @@ func parseClaim(b []byte, own net.HardwareAddr) (c Claim, ok bool, err error) {
 	if !p.SenderIP.Is4() || p.SenderIP.IsUnspecified() {
 		return Claim{}, false, nil
 	}
-	return Claim{IP: p.SenderIP, MAC: p.SenderHardwareAddr, Op: p.Operation}, true, nil
+	return Claim{IP: p.SenderIP, MAC: p.SenderHardwareAddr, Op: p.Operation, Target: p.TargetIP}, true, nil
 }
