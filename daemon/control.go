@@ -2,17 +2,16 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/vipd/vipd/config"
 	"github.com/vipd/vipd/control"
 	"github.com/vipd/vipd/vrrp"
 )
 
-// The daemon answers the control socket.
-var _ control.Handler = (*Daemon)(nil)
+// The daemon answers the control socket, but for Reload: the program's
+// handler adds systemd's notifications around Daemon.Reload and turns its
+// outcome into a control.ReloadResult.
 
 // StatusReport is the control socket's view of every instance.
 func (d *Daemon) StatusReport() []control.InstanceStatus {
@@ -194,43 +193,16 @@ func (d *Daemon) Undrain(ctx context.Context, instance string) (control.DrainRes
 	return res, nil
 }
 
-// Reload implements control.Handler. A new binary on disk is re-executed
-// with the running state (Options.Upgrade); otherwise the file is applied.
-func (d *Daemon) Reload(ctx context.Context) (control.ReloadResult, error) {
-	if d.opts.Upgrade != nil {
-		upgrading, changes, err := d.opts.Upgrade(ctx)
-		if upgrading || err != nil {
-			res := control.ReloadResult{OK: err == nil, Problems: []string{}, Changes: changes}
-			if res.Changes == nil {
-				res.Changes = []string{}
-			}
-			if err != nil {
-				var uerr *UpgradeRefused
-				if errors.As(err, &uerr) {
-					res.Problems = uerr.Problems
-				}
-				return res, err
-			}
-			return res, nil
-		}
+// ReloadResult is a reload's outcome as the control socket answers it.
+func (o ReloadOutcome) ReloadResult(err error) control.ReloadResult {
+	res := control.ReloadResult{OK: err == nil, Problems: o.Problems, Changes: o.Changes}
+	if res.Problems == nil {
+		res.Problems = []string{}
 	}
-	changes, err := d.ReloadConfig(ctx)
-	res := control.ReloadResult{Problems: []string{}, Changes: changes}
 	if res.Changes == nil {
 		res.Changes = []string{}
 	}
-	if err != nil {
-		var cerr *config.Error
-		if errors.As(err, &cerr) {
-			for _, p := range cerr.Problems {
-				res.Problems = append(res.Problems, p.String())
-			}
-			return res, errors.New("configuration refused; the running one is kept")
-		}
-		return res, err
-	}
-	res.OK = true
-	return res, nil
+	return res
 }
 
 // UpgradeRefused says why the new binary was not started: it refused the

@@ -32,6 +32,9 @@ type Options struct {
 	// Load reads and validates the configuration for a reload; nil means
 	// config.Load of the path the daemon was started with.
 	Load func(path string) (*config.Config, error)
+	// OnReload is called once a reload has been applied, with the new
+	// configuration (the log level, say); never for a refused one.
+	OnReload func(cfg *config.Config)
 	// Handover, when set, is the state the previous process of this daemon
 	// left at a binary upgrade: its Masters carry on as Masters.
 	Handover *Handover
@@ -39,8 +42,10 @@ type Options struct {
 	// holds, for `vipd cleanup` after a crash with an unreadable config.
 	HeldFile string
 	// Upgrade, when set, is asked at every reload whether a new binary is on
-	// disk; if it takes over (true), the reload is its to finish.
-	Upgrade func(ctx context.Context) (upgrading bool, changes []string, err error)
+	// disk and accepts the configuration; if it names one, that binary
+	// takes over and the reload is its to finish. An *UpgradeRefused error
+	// refuses the reload.
+	Upgrade func(ctx context.Context) (binary string, err error)
 }
 
 // Daemon runs every instance of one configuration.
@@ -50,16 +55,19 @@ type Daemon struct {
 	opts Options
 
 	heldMu    sync.Mutex // serialises writes of Options.HeldFile
+	reloadMu  sync.Mutex // one reload at a time
 	mu        sync.Mutex // guards cfg, instances, history
 	cfg       *config.Config
 	instances []*running
 	history   []Transition // a ring: oldest first once full
 	histNext  int
 
-	// group owns the instances' goroutines for Run.
-	wg     sync.WaitGroup
-	runCtx context.Context
-	fatal  chan error
+	// group owns the instances' goroutines for Run; hookRunners the notify
+	// hooks still queued by stopped instances.
+	wg          sync.WaitGroup
+	hookRunners sync.WaitGroup
+	runCtx      context.Context
+	fatal       chan error
 }
 
 // running is an instance and its goroutine.
@@ -127,6 +135,7 @@ func (d *Daemon) hooks() instanceHooks {
 		},
 		trackerCheck: d.opts.OnTrackerCheck,
 		held:         d.writeHeld,
+		hookRunners:  &d.hookRunners,
 	}
 }
 
@@ -198,6 +207,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	stopAll()
 	d.wg.Wait()
+	// The stop hooks run before the daemon exits, each within its timeout.
+	d.hookRunners.Wait()
 	stopWatch()
 	<-fanDone
 	if werr := <-watchDone; err == nil {

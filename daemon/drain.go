@@ -111,9 +111,9 @@ func (in *instance) drain(note string) (at time.Time, err error) {
 
 func (in *instance) setDrained(drained bool, note string) {
 	in.drained, in.drainNote = drained, note
-	in.mu.Lock()
-	in.drainedPub, in.drainNotePub = drained, note
-	in.mu.Unlock()
+	in.pubMu.Lock()
+	in.pub.drained, in.pub.drainNote = drained, note
+	in.pubMu.Unlock()
 	in.applyPriority()
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vipd/vipd/arp"
@@ -17,8 +18,9 @@ import (
 // fakeLAN connects fake VRRP sockets: what one writes, the others on the
 // same LAN read, as a switch would deliver it.
 type fakeLAN struct {
-	mu    sync.Mutex
-	conns []*fakeConn
+	mu     sync.Mutex
+	conns  []*fakeConn
+	byVRID map[uint8]int // adverts sent, by VRID
 }
 
 type fakePacket struct {
@@ -33,23 +35,36 @@ type fakeConn struct {
 	mu       sync.Mutex
 	deadline chan struct{} // closed when a past deadline is set
 	closed   chan struct{}
-	cut      *bool // the host's link is down: nothing in or out
+	cut      *atomic.Bool // the host's link is down: nothing in or out
+	// unicast: the socket joined no group, so it hears only what is sent
+	// to its own address.
+	unicast bool
 }
 
-func (l *fakeLAN) listen(src netip.Addr, cut *bool) *fakeConn {
-	c := &fakeConn{lan: l, src: src, in: make(chan fakePacket, 1024), deadline: make(chan struct{}), closed: make(chan struct{}), cut: cut}
+func (l *fakeLAN) listen(src netip.Addr, cut *atomic.Bool, unicast bool) *fakeConn {
+	c := &fakeConn{lan: l, src: src, in: make(chan fakePacket, 1024), deadline: make(chan struct{}), closed: make(chan struct{}), cut: cut, unicast: unicast}
 	l.mu.Lock()
 	l.conns = append(l.conns, c)
 	l.mu.Unlock()
 	return c
 }
 
-// inject delivers a packet to every open conn, as if from src.
+// inject delivers a packet as if from src: to the group's members, or to
+// the socket of the destination address.
 func (l *fakeLAN) inject(b []byte, src, dst netip.Addr, ttl int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if len(b) > 1 {
+		if l.byVRID == nil {
+			l.byVRID = map[uint8]int{}
+		}
+		l.byVRID[b[1]]++
+	}
 	for _, c := range l.conns {
-		if c.src == src || *c.cut {
+		if c.src == src || c.cut.Load() {
+			continue
+		}
+		if dst.IsMulticast() && c.unicast || !dst.IsMulticast() && dst != c.src {
 			continue
 		}
 		select {
@@ -74,7 +89,7 @@ func (c *fakeConn) ReadFrom(b []byte) (int, transport.PacketInfo, error) {
 }
 
 func (c *fakeConn) WriteTo(b []byte, dst netip.Addr) error {
-	if *c.cut {
+	if c.cut.Load() {
 		return nil
 	}
 	c.lan.inject(b, c.src, dst, 255)
@@ -114,7 +129,7 @@ type fakeHost struct {
 	ifname   string
 	exists   bool
 	up       bool
-	cut      bool
+	cut      atomic.Bool
 	addr     netip.Addr
 	vips     map[netip.Prefix]bool
 	announce map[netip.Addr]int
@@ -122,6 +137,8 @@ type fakeHost struct {
 	lan      *fakeLAN
 	claims   chan arp.Claim // ARP packets of other hosts, as the monitor would see them
 	probes   int
+	opened   []transport.Options // every VRRP socket opened, in order
+	noAddr   bool                // the interface has no IPv4 address
 }
 
 type fakeMonitor struct{ claims chan arp.Claim }
@@ -153,7 +170,10 @@ func (h *fakeHost) env() Env {
 		ListenARP: func(ifi *net.Interface) (ARPMonitor, error) { return fakeMonitor{h.claims}, nil },
 		Links:     h,
 		ListenVRRP: func(ifi *net.Interface, opts transport.Options) (transport.Conn, error) {
-			return h.lan.listen(opts.Source, &h.cut), nil
+			h.mu.Lock()
+			h.opened = append(h.opened, opts)
+			h.mu.Unlock()
+			return h.lan.listen(opts.Source, &h.cut, opts.Unicast), nil
 		},
 		DialARP: func(ifi *net.Interface) (Announcer, error) { return fakeAnnouncer{h}, nil },
 	}
@@ -165,14 +185,26 @@ func (h *fakeHost) Link(name string) (netif.LinkInfo, error) {
 	if name != h.ifname || !h.exists {
 		return netif.LinkInfo{}, netif.ErrNoLink
 	}
-	return netif.LinkInfo{Name: name, Index: 2, Up: h.up && !h.cut, HardwareAddr: net.HardwareAddr{2, 0, 0, 0, 0, h.addr.As4()[3]}}, nil
+	return netif.LinkInfo{Name: name, Index: 2, Up: h.up && !h.cut.Load(), HardwareAddr: net.HardwareAddr{2, 0, 0, 0, 0, h.addr.As4()[3]}}, nil
 }
 
 func (h *fakeHost) PrimaryIPv4(ifname string, exclude []netip.Prefix) (netip.Addr, error) {
 	if _, err := h.Link(ifname); err != nil {
 		return netip.Addr{}, err
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.noAddr {
+		return netip.Addr{}, netif.ErrNoAddress
+	}
 	return h.addr, nil
+}
+
+// sentBy counts the adverts of vrid sent on the LAN so far.
+func (l *fakeLAN) sentBy(vrid uint8) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.byVRID[vrid]
 }
 
 func (h *fakeHost) AddVIP(ifname string, vip netip.Prefix, label string) error {
@@ -223,7 +255,7 @@ func (h *fakeHost) Watch(ctx context.Context, events chan<- netif.Event) error {
 func (h *fakeHost) setCarrier(on bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.cut = !on
+	h.cut.Store(!on)
 	kind := netif.LinkDown
 	if on {
 		kind = netif.LinkUp
@@ -256,7 +288,7 @@ type fakeAnnouncer struct{ h *fakeHost }
 func (a fakeAnnouncer) Announce(vip netip.Addr) error {
 	a.h.mu.Lock()
 	defer a.h.mu.Unlock()
-	if !a.h.cut {
+	if !a.h.cut.Load() {
 		a.h.announce[vip]++
 	}
 	return nil

@@ -97,9 +97,7 @@ func (d *Daemon) Detach(ctx context.Context) (*Handover, error) {
 			if st == vrrp.StateMaster {
 				in.sendAdvert(in.m.Priority())
 			}
-			in.mu.Lock()
-			held := in.held
-			in.mu.Unlock()
+			held := in.holder.held
 			ih = InstanceHandover{Name: in.id.name, VRID: in.id.vrid, Interface: in.id.ifname, State: st.String(), Held: held,
 				Transitions: in.counters.transitions.Load()}
 			in.detach = true

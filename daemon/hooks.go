@@ -8,8 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/vipd/vipd/vrrp"
 )
 
 // hookQueue bounds the hooks waiting to run for one instance: a flapping
@@ -28,16 +32,29 @@ type hookRun struct {
 }
 
 // hookRunner runs one instance's notify hooks asynchronously, in order, one
-// at a time, so a slow or hanging hook never blocks the election.
+// at a time, so a slow or hanging hook never blocks the election — nor the
+// instance's stop: the hooks still queued then run after it, while a
+// replacement instance already elects (a VRID change, a re-exec).
 type hookRunner struct {
-	log   *slog.Logger
-	queue chan hookRun
-	done  chan struct{}
+	log       *slog.Logger
+	queue     chan hookRun
+	done      chan struct{}
+	abandoned atomic.Bool
 }
 
-func newHookRunner(log *slog.Logger) *hookRunner {
+// newHookRunner starts a runner; wg, if not nil, counts it until its last
+// hook has run, so that the daemon's final stop waits for the stop hooks.
+func newHookRunner(log *slog.Logger, wg *sync.WaitGroup) *hookRunner {
 	h := &hookRunner{log: log, queue: make(chan hookRun, hookQueue), done: make(chan struct{})}
-	go h.loop()
+	if wg != nil {
+		wg.Add(1)
+	}
+	go func() {
+		if wg != nil {
+			defer wg.Done()
+		}
+		h.loop()
+	}()
 	return h
 }
 
@@ -50,15 +67,28 @@ func (h *hookRunner) enqueue(r hookRun) {
 	}
 }
 
-// close runs what is queued (each bounded by its timeout) and waits.
-func (h *hookRunner) close() {
+// close lets what is queued run (each bounded by its timeout) without
+// waiting for it.
+func (h *hookRunner) close() { close(h.queue) }
+
+// abandon drops the hooks not started yet, saying so: the process is about
+// to be replaced (a re-exec) and its successor must not wait for them. A
+// hook that runs now goes on in its own process group.
+func (h *hookRunner) abandon() {
+	h.abandoned.Store(true)
 	close(h.queue)
-	<-h.done
 }
+
+// wait blocks until the runner has finished (tests).
+func (h *hookRunner) wait() { <-h.done }
 
 func (h *hookRunner) loop() {
 	defer close(h.done)
 	for r := range h.queue {
+		if h.abandoned.Load() {
+			h.log.Warn("notify hook not run: the daemon is being replaced", "event", r.event, "command", r.argv)
+			continue
+		}
 		h.run(r)
 	}
 }
@@ -135,4 +165,43 @@ func (w *hookLog) flush() {
 		w.log.Info("notify hook output", "line", string(w.partial))
 		w.partial = nil
 	}
+}
+
+// runHook queues the notify hook of the state entered, if configured.
+func (in *instance) runHook(tr vrrp.Transition) {
+	if in.notify == nil || tr.Reason == vrrp.ReasonResumed {
+		return // a resumed Master did not change state
+	}
+	var argv []string
+	event := ""
+	switch tr.To {
+	case vrrp.StateMaster:
+		argv, event = in.cfg.Notify.Master, "master"
+	case vrrp.StateBackup:
+		argv, event = in.cfg.Notify.Backup, "backup"
+	case vrrp.StateFault:
+		argv, event = in.cfg.Notify.Fault, "fault"
+	case vrrp.StateInitialize:
+		argv, event = in.cfg.Notify.Stop, "stop"
+	}
+	if len(argv) == 0 {
+		return
+	}
+	vips := make([]string, 0, len(in.cfg.VIPs))
+	for _, v := range in.cfg.VIPs {
+		vips = append(vips, v.String())
+	}
+	in.notify.enqueue(hookRun{
+		event: event,
+		argv:  argv,
+		env: []string{
+			"VIPD_INSTANCE=" + in.cfg.Name,
+			"VIPD_STATE=" + tr.To.String(),
+			"VIPD_PREVIOUS_STATE=" + tr.From.String(),
+			"VIPD_VIPS=" + strings.Join(vips, " "),
+			"VIPD_CAUSE=" + tr.Cause,
+			"VIPD_REASON=" + tr.Reason.String(),
+		},
+		timeout: in.cfg.Notify.Timeout,
+	})
 }

@@ -77,9 +77,9 @@ func containsAll(s string, parts ...string) bool {
 func newTestHookRunner(t *testing.T) (h *hookRunner, log *hookLogBuf, closeRunner func()) {
 	t.Helper()
 	log = &hookLogBuf{}
-	h = newHookRunner(slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	h = newHookRunner(slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})), nil)
 	var once sync.Once
-	closeRunner = func() { once.Do(h.close) }
+	closeRunner = func() { once.Do(func() { h.close(); h.wait() }) }
 	t.Cleanup(closeRunner)
 	return h, log, closeRunner
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"reflect"
@@ -12,125 +13,241 @@ import (
 	"github.com/vipd/vipd/vrrp"
 )
 
-// ReloadConfig reads the configuration file again and applies it without
-// releasing any address that is still configured: an instance whose VRID
-// and interface are unchanged is changed in place, a new instance starts, a
-// removed one stops gracefully, and one whose identity changed is replaced.
-// A configuration that does not load changes nothing; its error is a
-// *config.Error listing the problems.
-func (d *Daemon) ReloadConfig(ctx context.Context) ([]string, error) {
+// A ReloadOutcome is what one reload did.
+type ReloadOutcome struct {
+	// Changes are what changed, in words, one per line.
+	Changes []string
+	// Restarted names the instances that were replaced, with why: their
+	// identity (VRID, interface) changed, so their address may move.
+	Restarted []string
+	// Upgrade is the new binary that takes over, if a package upgrade put
+	// one on disk: the reload is its to finish (a re-exec, same PID).
+	Upgrade string
+	// Problems say why a reload was refused, as FILE:LINE: message.
+	Problems []string
+}
+
+// ErrReloadRefused is returned (wrapped) when a reload changed nothing
+// because the configuration or the new binary refused it.
+var ErrReloadRefused = errors.New("reload refused; the running configuration is kept")
+
+// Reload is the one way a running daemon changes: SIGHUP, `vipd reload` and
+// a package upgrade all come here, one at a time. A new binary on disk is
+// checked and re-executed (Options.Upgrade); otherwise the file is read and
+// every instance's change is prepared and checked before any is applied,
+// so a refused reload changes nothing at all. An instance whose VRID and
+// interface are unchanged is changed in place through its election loop:
+// its priority, interval, addresses, trackers and transport (unicast or
+// multicast, the source) change without moving the address.
+func (d *Daemon) Reload(ctx context.Context) (ReloadOutcome, error) {
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
+	if d.opts.Upgrade != nil {
+		bin, err := d.opts.Upgrade(ctx)
+		if err != nil {
+			out := ReloadOutcome{}
+			var uerr *UpgradeRefused
+			if errors.As(err, &uerr) {
+				out.Problems = uerr.Problems
+			}
+			return out, fmt.Errorf("%w: %w", ErrReloadRefused, err)
+		}
+		if bin != "" {
+			return ReloadOutcome{
+				Upgrade: bin,
+				Changes: []string{fmt.Sprintf("new binary %s: re-executing it with the running state (same PID; Masters stay Masters)", bin)},
+			}, nil
+		}
+	}
 	d.mu.Lock()
-	path := d.cfg.Path
+	path, prev := d.cfg.Path, d.cfg
 	d.mu.Unlock()
 	next, err := d.opts.Load(path)
+	if err == nil {
+		if cerr := CheckTrackers(next); cerr != nil {
+			err = cerr
+		}
+	}
 	if err != nil {
-		return nil, err
-	}
-	if cerr := CheckTrackers(next); cerr != nil {
-		return nil, cerr
-	}
-	var changes []string
-	d.mu.Lock()
-	prevGlobal := d.cfg.Global
-	d.mu.Unlock()
-	if g := next.Global; g != prevGlobal {
-		if g.LogLevel != prevGlobal.LogLevel {
-			changes = append(changes, fmt.Sprintf("global: log_level %v -> %v", prevGlobal.LogLevel, g.LogLevel))
+		out := ReloadOutcome{}
+		var cerr *config.Error
+		if errors.As(err, &cerr) {
+			for _, p := range cerr.Problems {
+				out.Problems = append(out.Problems, p.String())
+			}
+		} else {
+			out.Problems = []string{err.Error()}
 		}
-		g.LogLevel = prevGlobal.LogLevel
-		if g != prevGlobal {
-			changes = append(changes, "global: node_name, socket, socket_group, state_dir, log_format or metrics_listen changed: they take effect at the next restart")
+		return out, fmt.Errorf("%w: %w", ErrReloadRefused, err)
+	}
+	plan, err := d.plan(ctx, prev, next)
+	if err != nil {
+		return ReloadOutcome{Problems: []string{err.Error()}}, fmt.Errorf("%w: %w", ErrReloadRefused, err)
+	}
+	if err := d.commit(ctx, plan); err != nil {
+		return plan.outcome, err
+	}
+	if d.opts.OnReload != nil {
+		d.opts.OnReload(next)
+	}
+	if len(plan.outcome.Changes) == 0 {
+		d.log.Info("configuration reloaded: no changes")
+	} else {
+		d.log.Info("configuration reloaded", "changes", plan.outcome.Changes)
+	}
+	return plan.outcome, nil
+}
+
+// reloadPlan is a checked reload, not applied yet.
+type reloadPlan struct {
+	next    *config.Config
+	outcome ReloadOutcome
+	stop    []*running
+	start   []config.Instance
+	keep    []*running
+	updates []*instanceUpdate // beside keep
+}
+
+// plan compares prev and next and prepares every kept instance's change on
+// its goroutine. Nothing changes yet; a failure refuses the reload.
+func (d *Daemon) plan(ctx context.Context, prev, next *config.Config) (*reloadPlan, error) {
+	p := &reloadPlan{next: next}
+	note := func(s string) { p.outcome.Changes = append(p.outcome.Changes, s) }
+	if g := next.Global; g != prev.Global {
+		if g.LogLevel != prev.Global.LogLevel {
+			note(fmt.Sprintf("global: log_level %v -> %v", prev.Global.LogLevel, g.LogLevel))
+		}
+		g.LogLevel = prev.Global.LogLevel
+		if g != prev.Global {
+			note("global: node_name, socket, socket_group, state_dir, log_format or metrics_listen changed: they take effect at the next restart")
 		}
 	}
-	old := d.snapshot()
 	byName := map[string]*running{}
-	for _, r := range old {
+	for _, r := range d.snapshot() {
 		byName[r.in.id.name] = r
 	}
-	var keep, stop []*running
-	var start []config.Instance
 	for _, ic := range next.Instances {
 		r, ok := byName[ic.Name]
 		delete(byName, ic.Name)
 		switch {
 		case !ok:
-			start = append(start, ic)
-			changes = append(changes, fmt.Sprintf("%s: new instance (VRID %d on %s)", ic.Name, ic.VRID, ic.Interface))
-		case r.in.id.vrid != ic.VRID || r.in.id.ifname != ic.Interface || r.in.unicastSource != ic.UnicastSource:
-			stop = append(stop, r)
-			start = append(start, ic)
-			changes = append(changes, fmt.Sprintf("%s: VRID, interface or source changed: restarted (VRID %d on %s)", ic.Name, ic.VRID, ic.Interface))
+			p.start = append(p.start, ic)
+			note(fmt.Sprintf("%s: new instance (VRID %d on %s)", ic.Name, ic.VRID, ic.Interface))
+		case r.in.id.vrid != ic.VRID || r.in.id.ifname != ic.Interface:
+			p.stop = append(p.stop, r)
+			p.start = append(p.start, ic)
+			why := fmt.Sprintf("%s: VRID %d on %s -> VRID %d on %s: restarted (its address moves if this host held it)",
+				ic.Name, r.in.id.vrid, r.in.id.ifname, ic.VRID, ic.Interface)
+			note(why)
+			p.outcome.Restarted = append(p.outcome.Restarted, why)
 		default:
-			var lines []string
-			var rerr error
+			var u *instanceUpdate
+			var perr error
 			sib := siblingVRIDs(next, ic)
-			if err := r.in.do(ctx, func() { lines, rerr = r.in.reconfigure(ic, sib) }); err != nil {
-				return changes, fmt.Errorf("instance %q: %w", ic.Name, err)
+			if err := r.in.do(ctx, func() { u, perr = r.in.prepare(ic, sib) }); err != nil {
+				return nil, fmt.Errorf("instance %q: %w", ic.Name, err)
 			}
-			if rerr != nil {
-				return changes, fmt.Errorf("instance %q: %w", ic.Name, rerr)
+			if perr != nil {
+				return nil, fmt.Errorf("instance %q: %w", ic.Name, perr)
 			}
-			changes = append(changes, lines...)
-			keep = append(keep, r)
+			p.outcome.Changes = append(p.outcome.Changes, u.notes...)
+			p.keep = append(p.keep, r)
+			p.updates = append(p.updates, u)
 		}
 	}
-	for _, r := range old {
+	for _, r := range d.snapshot() {
 		if _, gone := byName[r.in.id.name]; gone {
-			stop = append(stop, r)
-			changes = append(changes, fmt.Sprintf("%s: removed: released gracefully", r.in.id.name))
+			p.stop = append(p.stop, r)
+			note(fmt.Sprintf("%s: removed: released gracefully", r.in.id.name))
 		}
 	}
-	// Stop first: a VIP or VRID that moves between instances must be free.
-	for _, r := range stop {
+	return p, nil
+}
+
+// commit applies a plan: stop first (a VIP or VRID that moves between
+// instances must be free), then change the kept instances, then start the
+// new ones.
+func (d *Daemon) commit(ctx context.Context, p *reloadPlan) error {
+	for _, r := range p.stop {
 		r.cancel()
 		<-r.done
 	}
+	var errs []error
+	for i, r := range p.keep {
+		u := p.updates[i]
+		if err := r.in.do(ctx, func() { r.in.apply(u) }); err != nil {
+			errs = append(errs, fmt.Errorf("instance %q: %w", r.in.id.name, err))
+		}
+	}
 	d.mu.Lock()
-	d.cfg = next
-	d.instances = keep
-	for _, ic := range start {
-		r := &running{in: d.newInstance(ic, next)}
+	d.cfg = p.next
+	d.instances = p.keep
+	for _, ic := range p.start {
+		r := &running{in: d.newInstance(ic, p.next)}
 		d.instances = append(d.instances, r)
 		if d.runCtx != nil {
 			d.startLocked(r)
 		}
 	}
 	d.mu.Unlock()
-	if len(changes) == 0 {
-		d.log.Info("configuration reloaded: no changes")
-	} else {
-		d.log.Info("configuration reloaded", "changes", changes)
-	}
-	return changes, nil
+	return errors.Join(errs...)
 }
 
-// reconfigure applies a changed configuration in place, on the instance's
-// goroutine, and says what changed.
-func (in *instance) reconfigure(ic config.Instance, siblings []uint8) ([]string, error) {
+// instanceUpdate is one instance's prepared change.
+type instanceUpdate struct {
+	cfg      config.Instance
+	filter   readFilter
+	machine  vrrp.Config // valid when hasMachine
+	source   netip.Addr
+	reopen   bool
+	trackers []*health.Tracker // built, not started; nil when unchanged
+	tracks   bool              // the trackers changed
+	notes    []string
+}
+
+// prepare checks a changed configuration against the running instance, on
+// its goroutine, and builds what it needs; it changes nothing.
+func (in *instance) prepare(ic config.Instance, siblings []uint8) (*instanceUpdate, error) {
 	old := in.cfg
-	var changes []string
+	u := &instanceUpdate{cfg: ic, filter: readFilter{vrid: ic.VRID, siblings: siblings, peers: ic.UnicastPeers}}
 	note := func(format string, args ...any) {
-		changes = append(changes, in.id.name+": "+fmt.Sprintf(format, args...))
+		u.notes = append(u.notes, in.id.name+": "+fmt.Sprintf(format, args...))
 	}
-	// Trackers are built first: one that cannot be built refuses the
-	// reload before anything changed.
-	tracksChanged := !sameTracks(old.Tracks, ic.Tracks)
-	var trackers []*health.Tracker
-	if tracksChanged {
-		var err error
-		if trackers, err = in.buildTrackers(ic.Tracks); err != nil {
+	// Trackers that cannot be built refuse the reload before anything
+	// changed.
+	if !sameTracks(old.Tracks, ic.Tracks) {
+		ts, err := in.buildTrackers(ic.Tracks)
+		if err != nil {
 			return nil, err
+		}
+		u.trackers, u.tracks = ts, true
+		note("trackers changed: restarted (%d)", len(ic.Tracks))
+	}
+	u.source = in.primary
+	if old.UnicastSource != ic.UnicastSource {
+		if in.primary.IsValid() {
+			src, err := in.source(ic)
+			if err != nil {
+				return nil, fmt.Errorf("the new source address: %w", err)
+			}
+			u.source = src
+		}
+		note("unicast_source %v -> %v: socket reopened, state kept", old.UnicastSource, ic.UnicastSource)
+	}
+	if (len(old.UnicastPeers) > 0) != (len(ic.UnicastPeers) > 0) || u.source != in.primary {
+		u.reopen = in.conn != nil
+		if mode(old) != mode(ic) {
+			note("%s -> %s: socket reopened, state kept", mode(old), mode(ic))
 		}
 	}
 	if in.m != nil {
-		vc := in.m.Config()
-		vc.AdvertInterval, vc.Preempt, vc.PreemptDelay = ic.AdvertInterval, ic.Preempt, ic.PreemptDelay
-		vc.SplitBrainRecovery = ic.SplitBrainRecovery
-		vc.Addresses = vc.Addresses[:0:0]
-		for _, v := range ic.VIPs {
-			vc.Addresses = append(vc.Addresses, v.Addr())
-		}
-		if err := in.m.Reconfigure(vc); err != nil {
+		saved := in.primary
+		in.primary = u.source
+		u.machine = in.machineConfig(ic)
+		in.primary = saved
+		// A machine of its own checks the new configuration: the running
+		// one must not change before every instance has passed.
+		if _, err := vrrp.NewMachine(u.machine, clock{in.env.Now}); err != nil {
 			return nil, err
 		}
 	}
@@ -149,53 +266,47 @@ func (in *instance) reconfigure(ic config.Instance, siblings []uint8) ([]string,
 	if !slices.Equal(old.UnicastPeers, ic.UnicastPeers) {
 		note("unicast_peers %v -> %v", old.UnicastPeers, ic.UnicastPeers)
 	}
-	added, removed := diffPrefixes(old.VIPs, ic.VIPs)
-	if len(added)+len(removed) > 0 {
+	if !slices.Equal(old.VIPs, ic.VIPs) {
 		note("vips %v -> %v", old.VIPs, ic.VIPs)
 	}
 	if !reflect.DeepEqual(old.Notify, ic.Notify) {
 		note("notify hooks changed")
 	}
-	if tracksChanged {
-		note("trackers changed: restarted (%d)", len(ic.Tracks))
-	}
-	in.cfg = ic
-	in.siblings = siblings
-	if tracksChanged {
+	return u, nil
+}
+
+// apply commits a prepared change; it cannot fail. The machine keeps its
+// state: a Master stays Master.
+func (in *instance) apply(u *instanceUpdate) {
+	in.cfg = u.cfg
+	in.filter.Store(&u.filter)
+	if u.tracks {
 		in.stopTrackers()
-		in.startTrackers(trackers, ic.Tracks)
+		in.startTrackers(u.trackers, u.cfg.Tracks)
 	}
-	in.peers.Store(&ic.UnicastPeers)
-	in.vips = ic.VIPs
-	in.mu.Lock()
-	in.vipsPub, in.base, in.intervalPub = ic.VIPs, ic.Priority, ic.AdvertInterval
-	in.mu.Unlock()
+	if u.source.IsValid() {
+		in.setPrimary(u.source)
+	}
+	in.pubMu.Lock()
+	in.pub.base, in.pub.interval = u.cfg.Priority, u.cfg.AdvertInterval
+	in.pubMu.Unlock()
 	if in.m != nil {
-		if st, _ := in.m.State(); st == vrrp.StateMaster {
-			// Keep what stays; add and announce what is new; drop what went.
-			for _, v := range removed {
-				if err := in.env.Links.RemoveVIP(ic.Interface, v); err != nil {
-					in.log.Error("removing virtual address failed", "vip", v, "error", err)
-				}
-			}
-			for _, v := range added {
-				if err := in.env.Links.AddVIP(ic.Interface, v, in.label); err != nil {
-					in.log.Error("adding virtual address failed", "vip", v, "error", err)
-				}
-			}
-			if len(added) > 0 {
-				in.startBurst()
-			}
-			if ic.GARP.Refresh != old.GARP.Refresh {
-				in.refresh.Stop()
-				if ic.GARP.Refresh > 0 {
-					in.refresh.Reset(ic.GARP.Refresh)
-				}
-			}
+		// Checked in prepare with the same configuration.
+		if err := in.m.Reconfigure(u.machine); err != nil {
+			in.log.Error("reconfiguring the election failed after its check passed", "error", err)
 		}
 	}
+	now := in.env.Now()
+	if in.policy != nil {
+		in.policy.SetConfig(policyConfig(u.cfg, in.monitor != nil), now)
+	}
+	if added := in.holder.setVIPs(u.cfg.VIPs); len(added) > 0 && in.policy != nil {
+		in.runPolicy(in.policy.Reannounce(now, nil))
+	} else if in.policy != nil {
+		in.armPolicy()
+	}
+	in.reopen = u.reopen
 	in.applyPriority()
-	return changes, nil
 }
 
 // sameTracks compares tracker configurations, ignoring where in the file
@@ -212,18 +323,4 @@ func sameTracks(a, b []config.Track) bool {
 		}
 	}
 	return true
-}
-
-func diffPrefixes(old, next []netip.Prefix) (added, removed []netip.Prefix) {
-	for _, p := range next {
-		if !slices.Contains(old, p) {
-			added = append(added, p)
-		}
-	}
-	for _, p := range old {
-		if !slices.Contains(next, p) {
-			removed = append(removed, p)
-		}
-	}
-	return added, removed
 }

@@ -2,10 +2,13 @@ package daemon
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"time"
 
+	"github.com/vipd/vipd/announce"
 	"github.com/vipd/vipd/arp"
+	"github.com/vipd/vipd/health"
 	"github.com/vipd/vipd/vrrp"
 )
 
@@ -40,6 +43,9 @@ type Status struct {
 	// LastConflict is the latest.
 	Conflicts    uint64
 	LastConflict arp.Claim
+	// StandingDown: Master, holding the VIPs, but not announcing them
+	// because another host announces them and no advert comes from it.
+	StandingDown bool
 }
 
 // TrackerStatus is one health tracker's state.
@@ -56,32 +62,78 @@ type TrackerStatus struct {
 	Failures      uint64
 }
 
+// published is what other goroutines may read of an instance, under pubMu:
+// the run goroutine writes it as things change.
+type published struct {
+	vips      []netip.Prefix
+	base      uint8
+	interval  time.Duration
+	drained   bool
+	drainNote string
+	primary   netip.Addr
+	held      bool
+	last      vrrp.Transition
+	state     vrrp.State
+	since     time.Time
+	priority  uint8
+	master    vrrp.MasterInfo
+	lastSent  time.Time
+	trackers  []*health.Tracker
+	conflict  announce.Claim // the last claim of a VIP by another host
+	standDown bool           // holding the VIPs without announcing them
+}
+
 // warningWindow is how long a conflict or collision stays in status.
 const warningWindow = 10 * time.Minute
 
-// status is called from other goroutines: it reads only what the mutex or
+// publish copies the machine's state for status.
+func (in *instance) publish() {
+	if in.m == nil {
+		return
+	}
+	state, since := in.m.State()
+	down := false
+	if in.policy != nil {
+		down, _ = in.policy.StandingDown()
+	}
+	in.pubMu.Lock()
+	in.pub.state, in.pub.since = state, since
+	in.pub.priority = in.m.Priority()
+	in.pub.master = in.m.Master()
+	in.pub.standDown = down
+	in.pubMu.Unlock()
+}
+
+// status is called from other goroutines: it reads only what the mutexes or
 // atomics guard.
 func (in *instance) status() Status {
-	in.mu.Lock()
+	in.pubMu.Lock()
+	p := in.pub
+	in.pubMu.Unlock()
 	st := Status{
-		Name:       in.id.name,
-		Interface:  in.id.ifname,
-		VRID:       in.id.vrid,
-		VIPs:       in.vipsPub,
-		Base:       in.base,
-		Drained:    in.drainedPub,
-		DrainNote:  in.drainNotePub,
-		Primary:    in.primary,
-		Held:       in.held,
-		LastChange: in.last,
-		State:      in.state,
-		Since:      in.since,
-		Priority:   in.priority,
-		Master:     in.master,
+		Name:           in.id.name,
+		Interface:      in.id.ifname,
+		VRID:           in.id.vrid,
+		VIPs:           p.vips,
+		Base:           p.base,
+		Drained:        p.drained,
+		DrainNote:      p.drainNote,
+		Primary:        p.primary,
+		Held:           p.held,
+		LastChange:     p.last,
+		State:          p.state,
+		Since:          p.since,
+		Priority:       p.priority,
+		Master:         p.master,
+		AdvertInterval: p.interval,
+		LastSent:       p.lastSent,
+		StandingDown:   p.standDown && p.state == vrrp.StateMaster,
 	}
-	st.LastConflict = in.conflict
-	st.AdvertInterval, st.LastSent = in.intervalPub, in.lastSent
-	for _, t := range in.trackersPub {
+	if c := p.conflict; c.MAC != "" {
+		mac, _ := net.ParseMAC(c.MAC)
+		st.LastConflict = arp.Claim{IP: c.Addr, MAC: mac, At: c.At}
+	}
+	for _, t := range p.trackers {
 		ts := t.Status()
 		st.Trackers = append(st.Trackers, TrackerStatus{
 			Name: ts.Name, Type: ts.Type.String(), Healthy: ts.Healthy, Detail: ts.Detail, Cause: ts.Cause,
@@ -90,17 +142,23 @@ func (in *instance) status() Status {
 		})
 	}
 	now := in.env.Now()
-	if c := in.conflict; c.MAC != nil && now.Sub(c.At) < warningWindow {
-		st.Warnings = append(st.Warnings, fmt.Sprintf("a second host claims %v from %v (last seen %v ago); this Master keeps announcing its own MAC",
-			c.IP, c.MAC, now.Sub(c.At).Round(time.Second)))
+	if c := p.conflict; c.MAC != "" && now.Sub(c.At) < warningWindow {
+		if st.StandingDown {
+			st.Warnings = append(st.Warnings, fmt.Sprintf("a second host claims %v from %v (last seen %v ago) and no advert comes from it: a VRRP partition? This Master holds the address but has stopped announcing it, so that clients are not moved back and forth",
+				c.Addr, c.MAC, now.Sub(c.At).Round(time.Second)))
+		} else {
+			st.Warnings = append(st.Warnings, fmt.Sprintf("a second host claims %v from %v (last seen %v ago); this Master keeps announcing its own MAC",
+				c.Addr, c.MAC, now.Sub(c.At).Round(time.Second)))
+		}
 	}
+	in.dropMu.Lock()
 	if in.collision != "" && now.Sub(in.collisionAt) < warningWindow {
 		st.Warnings = append(st.Warnings, in.collision)
 	}
-	if in.drainedPub && in.state == vrrp.StateMaster {
+	in.dropMu.Unlock()
+	if p.drained && p.state == vrrp.StateMaster {
 		st.Warnings = append(st.Warnings, "drained, but no other host took over: holding the address, because an address with no owner is worse")
 	}
-	in.mu.Unlock()
 	st.Transitions = in.counters.transitions.Load()
 	st.Sent = in.counters.advertsSent.Load()
 	st.Received = in.counters.advertsReceived.Load()

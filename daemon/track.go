@@ -95,9 +95,9 @@ func (in *instance) startTrackers(ts []*health.Tracker, specs []config.Track) {
 		}()
 	}
 	in.trackers = set
-	in.mu.Lock()
-	in.trackersPub = ts
-	in.mu.Unlock()
+	in.pubMu.Lock()
+	in.pub.trackers = ts
+	in.pubMu.Unlock()
 }
 
 func (in *instance) stopTrackers() {
@@ -108,9 +108,9 @@ func (in *instance) stopTrackers() {
 	// A tracker blocked sending a change gives up on cancel.
 	in.trackers.wg.Wait()
 	in.trackers = nil
-	in.mu.Lock()
-	in.trackersPub = nil
-	in.mu.Unlock()
+	in.pubMu.Lock()
+	in.pub.trackers = nil
+	in.pubMu.Unlock()
 }
 
 // onTracker handles a tracker that turned healthy or failing.
@@ -118,11 +118,12 @@ func (in *instance) onTracker(st health.Status) {
 	if in.trackers == nil || !slices.ContainsFunc(in.trackers.trackers, func(t *health.Tracker) bool { return t.Status().Name == st.Name }) {
 		return // from a tracker set replaced by a reload
 	}
+	// The tracker has logged the change itself; the priority it makes is
+	// logged below.
 	state := "failing"
 	if st.Healthy {
 		state = "healthy"
 	}
-	in.log.Warn("tracker "+state, "tracker", st.Name, "cause", st.Cause, "weight", st.Weight, "contribution", st.Contribution)
 	in.applyHealth("tracker " + st.Name + " " + state + ": " + st.Cause)
 }
 
@@ -146,10 +147,10 @@ func (in *instance) applyHealth(cause string) {
 	if in.drained {
 		prio = lowestPriority
 	}
-	in.mu.Lock()
-	old := in.priority
-	in.priority = prio
-	in.mu.Unlock()
+	in.pubMu.Lock()
+	old := in.pub.priority
+	in.pub.priority = prio
+	in.pubMu.Unlock()
 	if old != prio {
 		in.log.Info("priority changed", "from", old, "to", prio, "cause", cause)
 	}

@@ -327,11 +327,12 @@ func (m *Machine) Resign(cause string, out []Action) []Action {
 }
 
 // Reconfigure changes what a reload may change in place: advert interval,
-// preemption and the virtual addresses (the caller adds or removes them
-// while Master). VRID, interface and primary address are fixed for a
-// machine's life; the base priority changes through SetPriority.
+// preemption, the virtual addresses (the caller adds or removes them while
+// Master) and the primary address (a new unicast source). VRID and
+// interface are fixed for a machine's life; the base priority changes
+// through SetPriority.
 func (m *Machine) Reconfigure(cfg Config) error {
-	cfg.VRID, cfg.Interface, cfg.Primary = m.cfg.VRID, m.cfg.Interface, m.cfg.Primary
+	cfg.VRID, cfg.Interface = m.cfg.VRID, m.cfg.Interface
 	cfg.Priority = m.cfg.Priority
 	if err := cfg.validate(); err != nil {
 		return err

@@ -135,15 +135,11 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, level *sl
 		HeldFile:       heldFile(cfg),
 		OnConflict:     m.Conflict,
 		OnTrackerCheck: m.TrackerCheck,
-		Load: func(path string) (*config.Config, error) {
-			next, err := config.Load(path)
-			if err == nil {
-				level.Set(next.Global.LogLevel)
-			}
-			return next, err
-		},
+		// The log level changes with an applied reload only: a refused
+		// one changes nothing at all.
+		OnReload: func(next *config.Config) { level.Set(next.Global.LogLevel) },
 		Handover: handover,
-		Upgrade: func(ctx context.Context) (bool, []string, error) {
+		Upgrade: func(ctx context.Context) (string, error) {
 			return checkUpgrade(ctx, path, upgradeTo, log)
 		},
 	})
@@ -162,7 +158,8 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, level *sl
 
 	var next *upgrade
 	var g errgroup.Group
-	g.Go(func() error { return ctl.Serve(runCtx, reloadNotifier{d, notifier}) })
+	handler := controlHandler{d, notifier, log}
+	g.Go(func() error { return ctl.Serve(runCtx, handler) })
 	if addr := cfg.Global.MetricsListen; addr != "" {
 		g.Go(func() error {
 			if err := m.Serve(runCtx, addr, log); err != nil {
@@ -189,28 +186,8 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, level *sl
 			case <-runCtx.Done():
 				return nil
 			case <-hup:
-				notifier.Reloading()
-				if upgrading, _, err := checkUpgrade(runCtx, path, upgradeTo, log); upgrading || err != nil {
-					if err != nil {
-						log.Error("reload refused: keeping the running binary and configuration", "error", err)
-						notifier.Ready(summary(d))
-					}
-					continue
-				}
-				changes, err := d.ReloadConfig(runCtx)
-				if err != nil {
-					var cerr *config.Error
-					if errors.As(err, &cerr) {
-						for _, p := range cerr.Problems {
-							log.Error("reload refused: keeping the running configuration", "problem", p.String())
-						}
-					} else {
-						log.Error("reload failed", "error", err)
-					}
-				} else {
-					log.Info("reloaded", "changes", changes)
-				}
-				notifier.Ready(summary(d))
+				// The same path as `vipd reload`: one reload at a time.
+				handler.Reload(runCtx)
 			case exe := <-upgradeTo:
 				notifier.Reloading()
 				// Let the reload's answer reach `vipd reload` first.
@@ -254,17 +231,17 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, level *sl
 
 // checkUpgrade looks for a new binary at the path this one was started
 // from (a package upgrade replaces the file). If there is one and it
-// accepts the configuration, it queues the re-exec and says so; if it
-// refuses, nothing changes and the error carries its problems.
-func checkUpgrade(ctx context.Context, cfgPath string, upgradeTo chan<- string, log *slog.Logger) (bool, []string, error) {
+// accepts the configuration, it queues the re-exec and names the binary; if
+// it refuses, nothing changes and the error carries its problems.
+func checkUpgrade(ctx context.Context, cfgPath string, upgradeTo chan<- string, log *slog.Logger) (string, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return false, nil, nil
+		return "", nil
 	}
 	onDisk, err1 := os.Stat(exe)
 	running, err2 := os.Stat("/proc/self/exe")
 	if err1 != nil || err2 != nil || os.SameFile(onDisk, running) {
-		return false, nil, nil
+		return "", nil
 	}
 	log.Info("a new binary is on disk: checking it against the configuration", "binary", exe)
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -277,14 +254,13 @@ func checkUpgrade(ctx context.Context, cfgPath string, upgradeTo chan<- string, 
 				problems = append(problems, l)
 			}
 		}
-		return false, nil, &daemon.UpgradeRefused{Problems: problems, Err: fmt.Errorf("%s check: %w", exe, err)}
+		return "", &daemon.UpgradeRefused{Problems: problems, Err: fmt.Errorf("%s check: %w", exe, err)}
 	}
 	select {
 	case upgradeTo <- exe:
-	default:
-		return true, []string{"an upgrade is already under way"}, nil
+	default: // an upgrade is already under way
 	}
-	return true, []string{fmt.Sprintf("new binary %s: re-executing it with the running state (same PID; Masters stay Masters)", exe)}, nil
+	return exe, nil
 }
 
 // heldFile is where the daemon lists the addresses it holds, beside its
@@ -293,31 +269,40 @@ func heldFile(cfg *config.Config) string {
 	return filepath.Join(filepath.Dir(cfg.Global.Socket), "held.json")
 }
 
-// reloadNotifier tells systemd about reloads that come through the control
-// socket (ExecReload=vipd reload), as SIGHUP's do.
-type reloadNotifier struct {
+// controlHandler answers the control socket. Its Reload is also what
+// SIGHUP calls: one path, with systemd told about it (RELOADING, then READY
+// unless a new binary takes over and reports READY itself).
+type controlHandler struct {
 	*daemon.Daemon
-	n *systemd.Notifier
+	n   *systemd.Notifier
+	log *slog.Logger
 }
 
-func (r reloadNotifier) Reload(ctx context.Context) (control.ReloadResult, error) {
-	r.n.Reloading()
-	res, err := r.Daemon.Reload(ctx)
-	if err != nil || !upgradingResult(res) {
-		r.n.Ready(summary(r.Daemon))
+func (h controlHandler) Reload(ctx context.Context) (control.ReloadResult, error) {
+	h.n.Reloading()
+	out, err := h.Daemon.Reload(ctx)
+	if err != nil || out.Upgrade == "" {
+		h.n.Ready(summary(h.Daemon))
+	}
+	switch {
+	case err != nil:
+		for _, p := range out.Problems {
+			h.log.Error("reload refused: keeping the running configuration", "problem", p)
+		}
+		if len(out.Problems) == 0 {
+			h.log.Error("reload failed", "error", err)
+		}
+	case out.Upgrade != "":
+		h.log.Info("reload: a new binary takes over", "binary", out.Upgrade)
+	}
+	res := out.ReloadResult(err)
+	var uerr *daemon.UpgradeRefused
+	if errors.Is(err, daemon.ErrReloadRefused) && !errors.As(err, &uerr) {
+		err = errors.New("configuration refused; the running one is kept")
+	} else if uerr != nil {
+		err = uerr
 	}
 	return res, err
-}
-
-// upgradingResult tells a reload that hands over to a new binary, which
-// reports READY itself.
-func upgradingResult(res control.ReloadResult) bool {
-	for _, c := range res.Changes {
-		if strings.Contains(c, "re-executing") {
-			return true
-		}
-	}
-	return false
 }
 
 // watchdog pings systemd while every instance's election loop answers; a

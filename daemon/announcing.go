@@ -1,0 +1,144 @@
+package daemon
+
+import (
+	"context"
+	"time"
+
+	"github.com/vipd/vipd/announce"
+	"github.com/vipd/vipd/arp"
+)
+
+// runPolicy carries out the announcement policy's actions and re-arms its
+// timer. The policy decides when; this only says how (ARP today).
+func (in *instance) runPolicy(actions []announce.Action) {
+	for _, a := range actions {
+		switch a.Kind {
+		case announce.ActAnnounce:
+			in.announce()
+		case announce.ActProbe:
+			in.probe()
+		case announce.ActConflict:
+			in.conflict(a.Claim)
+			if a.Log {
+				in.log.Warn("another host claims our virtual address: announcing ours again",
+					"vip", a.Claim.Addr, "foreign_mac", a.Claim.MAC, "gratuitous", a.Claim.Announcement,
+					"claims_seen", in.counters.conflicts.Load())
+			}
+		case announce.ActStandDown:
+			in.conflict(a.Claim)
+			in.log.Error("another host announces our virtual address and we hear no advert from it: two Masters that cannot hear each other (adverts filtered or lost: a VRRP partition?); not fighting over the clients, we stop announcing until it stops answering for the address or the election decides",
+				"vip", a.Claim.Addr, "foreign_mac", a.Claim.MAC)
+		case announce.ActResume:
+			in.log.Warn("the other claimant no longer answers for our virtual address: announcing it again",
+				"vip", a.Claim.Addr, "foreign_mac", a.Claim.MAC)
+		}
+	}
+	in.armPolicy()
+}
+
+// armPolicy points the policy's one timer at its next deadline.
+func (in *instance) armPolicy() {
+	in.policyT.Stop()
+	if next := in.policy.Next(); !next.IsZero() {
+		in.policyT.Reset(max(next.Sub(in.env.Now()), 0))
+	}
+}
+
+// silent: a Master that was frozen (or thinks it may have been) must not
+// pull neighbours back to itself before it knows it is still Master.
+func (in *instance) silent() bool { return in.m != nil && in.m.Silent() }
+
+func (in *instance) announce() {
+	if in.announcer == nil || !in.holder.held || in.silent() {
+		return
+	}
+	for _, v := range in.cfg.VIPs {
+		if err := in.announcer.Announce(v.Addr()); err != nil {
+			in.log.Warn("gratuitous ARP failed", "vip", v, "error", err)
+			continue
+		}
+		in.counters.garpSent.Add(1)
+	}
+}
+
+// probe asks who else holds our VIPs: a host that answers is a second
+// owner (see onClaim).
+func (in *instance) probe() {
+	if in.announcer == nil || in.monitor == nil || in.silent() {
+		return
+	}
+	for _, v := range in.cfg.VIPs {
+		if err := in.announcer.Probe(v.Addr(), in.primary); err != nil {
+			in.log.Debug("ARP probe failed", "vip", v, "error", err)
+		}
+	}
+}
+
+func (in *instance) conflict(c announce.Claim) {
+	in.counters.conflicts.Add(1)
+	in.pubMu.Lock()
+	in.pub.conflict = c
+	in.pubMu.Unlock()
+	if in.hooks.conflict != nil {
+		in.hooks.conflict(in.id.name)
+	}
+}
+
+// onClaim hands another host's ARP packet for one of our VIPs to the policy.
+func (in *instance) onClaim(c arp.Claim) {
+	ours := false
+	for _, v := range in.cfg.VIPs {
+		if v.Addr() == c.IP {
+			ours = true
+			break
+		}
+	}
+	if !ours || !in.policy.Held() {
+		return
+	}
+	at := c.At
+	if at.IsZero() {
+		at = in.env.Now()
+	}
+	in.runPolicy(in.policy.Claimed(announce.Claim{
+		Addr: c.IP, MAC: c.MAC.String(), Announcement: c.Gratuitous(), At: at,
+	}, nil))
+}
+
+// startMonitor runs the ARP monitor, if any, until stopMonitor.
+func (in *instance) startMonitor() {
+	mon := in.monitor
+	if mon == nil {
+		in.stopMon = func() {}
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		err := mon.Run(ctx, func(c arp.Claim) {
+			select {
+			case in.claims <- c:
+			default: // a storm of claims: the next one will do
+			}
+		})
+		if err != nil && ctx.Err() == nil {
+			in.log.Warn("ARP monitor stopped", "error", err)
+		}
+	}()
+	in.stopMon = func() { cancel(); <-done }
+}
+
+func (in *instance) stopMonitor() {
+	if in.stopMon != nil {
+		in.stopMon()
+		in.stopMon = nil
+	}
+}
+
+// takeoverGrace is how long a new Master advertises before it takes the
+// addresses: long enough for the advert of an equal-priority Backup that
+// timed out at the same instant to arrive, short against the outage.
+func takeoverGrace(interval time.Duration) time.Duration {
+	return min(interval/50, 3*time.Millisecond)
+}
