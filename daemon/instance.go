@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -240,170 +239,6 @@ func (in *instance) run(ctx context.Context) error {
 	}
 }
 
-// machineConfig is the election's view of ic.
-func (in *instance) machineConfig(ic config.Instance) vrrp.Config {
-	cfg := vrrp.Config{
-		Interface:          ic.Interface,
-		VRID:               ic.VRID,
-		Priority:           in.effectivePriority(),
-		AdvertInterval:     ic.AdvertInterval,
-		Preempt:            ic.Preempt,
-		PreemptDelay:       ic.PreemptDelay,
-		Primary:            in.primary,
-		SplitBrainRecovery: ic.SplitBrainRecovery,
-		TakeoverGrace:      takeoverGrace(ic.AdvertInterval),
-	}
-	for _, v := range ic.VIPs {
-		cfg.Addresses = append(cfg.Addresses, v.Addr())
-	}
-	return cfg
-}
-
-// policyConfig is the announcement policy's view of ic; without a claim
-// monitor there is nothing to probe for.
-func policyConfig(ic config.Instance, monitor bool) announce.Config {
-	cfg := announce.Config{
-		Repeat: ic.GARP.Repeat, Interval: ic.GARP.Interval, Refresh: ic.GARP.Refresh,
-		ClaimGrace: min(ic.AdvertInterval, conflictGrace),
-	}
-	if monitor {
-		cfg.ProbeEvery = probeEvery
-	}
-	return cfg
-}
-
-const (
-	// probeEvery is how often a Master asks who else has its VIPs.
-	probeEvery = time.Second
-	// conflictGrace is how long a claim waits for an advert that explains it.
-	conflictGrace = 20 * time.Millisecond
-)
-
-// source is the address adverts go out from: unicast_source, or the
-// interface's primary IPv4 address.
-func (in *instance) source(ic config.Instance) (netip.Addr, error) {
-	if ic.UnicastSource.IsValid() {
-		return ic.UnicastSource, nil
-	}
-	return in.env.Links.PrimaryIPv4(ic.Interface, ic.VIPs)
-}
-
-// waitLink waits until the interface exists and has a source address.
-func (in *instance) waitLink(ctx context.Context) (*net.Interface, bool, error) {
-	logged := false
-	for {
-		info, err := in.env.Links.Link(in.cfg.Interface)
-		if err == nil {
-			var src netip.Addr
-			if src, err = in.source(in.cfg); err == nil {
-				if in.primary.IsValid() && in.primary != src {
-					in.log.Warn("primary address changed; keeping the first one for this run", "address", src)
-				} else {
-					in.setPrimary(src)
-				}
-				ifi := &net.Interface{Index: info.Index, Name: info.Name, HardwareAddr: info.HardwareAddr, MTU: 1500}
-				return ifi, info.Up, nil
-			}
-		}
-		if !errors.Is(err, netif.ErrNoLink) && !errors.Is(err, netif.ErrNoAddress) {
-			return nil, false, fmt.Errorf("interface %s: %w", in.cfg.Interface, err)
-		}
-		if !logged {
-			in.log.Warn("waiting for the interface and its IPv4 address", "reason", err)
-			logged = true
-		}
-		t := time.NewTimer(waitRetry)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, false, ctx.Err()
-		case <-in.links:
-		case cmd := <-in.cmds:
-			cmd()
-		case st := <-in.trackerChanges:
-			in.onTracker(st)
-		case <-t.C:
-		}
-		t.Stop()
-	}
-}
-
-func (in *instance) setPrimary(src netip.Addr) {
-	in.primary = src
-	in.pubMu.Lock()
-	in.pub.primary = src
-	in.pubMu.Unlock()
-}
-
-func (in *instance) open(ifi *net.Interface) error {
-	if err := in.openVRRP(ifi); err != nil {
-		return err
-	}
-	ann, err := in.env.DialARP(ifi)
-	if err != nil {
-		in.close()
-		return err
-	}
-	in.announcer, in.linkIndex = ann, ifi.Index
-	if in.env.ListenARP != nil {
-		mon, err := in.env.ListenARP(ifi)
-		if err != nil {
-			// Detection of a second owner is a help, not a requirement.
-			in.log.Warn("cannot watch ARP for a second owner of the VIPs", "error", err)
-		} else {
-			in.monitor = mon
-		}
-	}
-	in.log.Info("joined", "source", in.primary, "mode", mode(in.cfg))
-	return nil
-}
-
-func (in *instance) openVRRP(ifi *net.Interface) error {
-	conn, err := in.env.ListenVRRP(ifi, transport.Options{Source: in.primary, Unicast: len(in.cfg.UnicastPeers) > 0})
-	if err != nil {
-		return err
-	}
-	in.conn = conn
-	return nil
-}
-
-func mode(ic config.Instance) string {
-	if len(ic.UnicastPeers) > 0 {
-		return "unicast"
-	}
-	return "multicast"
-}
-
-func (in *instance) close() {
-	if in.conn != nil {
-		in.conn.Close()
-		in.conn = nil
-	}
-	if in.announcer != nil {
-		in.announcer.Close()
-		in.announcer = nil
-	}
-	if in.monitor != nil {
-		in.monitor.Close()
-		in.monitor = nil
-	}
-}
-
-// stop ends the election gracefully, or, detached for a re-exec, just
-// closes the sockets and leaves the addresses to the next process.
-func (in *instance) stop() error {
-	if in.detach {
-		in.close()
-		in.log.Info("detached: the next process takes over")
-		return nil
-	}
-	if in.m != nil {
-		in.exec(in.m.Shutdown(nil))
-	}
-	in.close()
-	return nil
-}
-
 // loop runs the election on an open socket until ctx ends (graceful stop,
 // returns false) or the link disappears (returns true: wait and reopen).
 func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
@@ -479,29 +314,6 @@ func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
 	}
 }
 
-// reopenVRRP replaces the VRRP socket after a reload changed the transport
-// (unicast and multicast, the source): the machine, its timers and the
-// addresses stay as they are, so a Master stays Master.
-func (in *instance) reopenVRRP() error {
-	in.reopen = false
-	in.stopReader()
-	if in.conn != nil {
-		in.conn.Close()
-		in.conn = nil
-	}
-	info, err := in.env.Links.Link(in.cfg.Interface)
-	if err != nil {
-		return fmt.Errorf("reopening the VRRP socket: %w", err)
-	}
-	ifi := &net.Interface{Index: info.Index, Name: info.Name, HardwareAddr: info.HardwareAddr, MTU: 1500}
-	if err := in.openVRRP(ifi); err != nil {
-		return fmt.Errorf("reopening the VRRP socket: %w", err)
-	}
-	in.startReader()
-	in.log.Info("VRRP socket reopened", "source", in.primary, "mode", mode(in.cfg))
-	return nil
-}
-
 func (in *instance) onLinkEvent(ev netif.Event, out []vrrp.Action) []vrrp.Action {
 	switch ev.Kind {
 	case netif.LinkUp:
@@ -516,95 +328,17 @@ func (in *instance) onLinkEvent(ev netif.Event, out []vrrp.Action) []vrrp.Action
 	return out
 }
 
-// exec publishes the machine's state for readers on other goroutines, then
-// carries out its actions in order. The machine has moved before it returns
-// actions and does not move while they run, so one publication, first,
-// serves status and the transition hooks alike.
-func (in *instance) exec(actions []vrrp.Action) {
-	in.publish()
-	for _, a := range actions {
-		switch a.Kind {
-		case vrrp.ActSendAdvert:
-			in.sendAdvert(a.Priority)
-		case vrrp.ActTakeAddresses:
-			in.holder.take()
-			in.runPolicy(in.policy.TookOver(in.env.Now(), nil))
-		case vrrp.ActReleaseAddresses:
-			in.policy.Released()
-			in.holder.release()
-			in.armPolicy()
-		case vrrp.ActAnnounce:
-			in.runPolicy(in.policy.Reannounce(in.env.Now(), nil))
-		case vrrp.ActArmTimer:
-			after := a.After
-			if a.Timer != vrrp.TimerAdvert {
-				// Go's timers wake through epoll in whole milliseconds and
-				// so fire up to a millisecond late; a takeover should not.
-				// Wake early and wait out the rest (waitUntil).
-				in.dueAt[a.Timer] = in.env.Now().Add(after)
-				after = max(after-timerLead, 0)
-			}
-			in.timers[a.Timer].Reset(after)
-		case vrrp.ActStopTimer:
-			in.timers[a.Timer].Stop()
-		case vrrp.ActTransition:
-			in.transition(a.Transition)
-		}
+// stop ends the election gracefully, or, detached for a re-exec, just
+// closes the sockets and leaves the addresses to the next process.
+func (in *instance) stop() error {
+	if in.detach {
+		in.close()
+		in.log.Info("detached: the next process takes over")
+		return nil
 	}
-}
-
-func (in *instance) sendAdvert(prio uint8) {
-	if in.conn == nil {
-		return
+	if in.m != nil {
+		in.exec(in.m.Shutdown(nil))
 	}
-	adv := vrrp.Advertisement{VRID: in.cfg.VRID, Priority: prio, Interval: in.cfg.AdvertInterval}
-	for _, v := range in.cfg.VIPs {
-		adv.Addresses = append(adv.Addresses, v.Addr())
-	}
-	dsts := in.cfg.UnicastPeers
-	if len(dsts) == 0 {
-		dsts = []netip.Addr{vrrp.GroupIPv4}
-	}
-	for _, dst := range dsts {
-		var err error
-		in.sendBuf, err = adv.Append(in.sendBuf[:0], in.primary, dst)
-		if err == nil {
-			err = in.conn.WriteTo(in.sendBuf, dst)
-		}
-		if err != nil {
-			in.log.Warn("sending advert failed", "destination", dst, "error", err)
-			continue
-		}
-		in.counters.advertsSent.Add(1)
-	}
-	in.pubMu.Lock()
-	in.pub.lastSent = in.env.Now()
-	in.pubMu.Unlock()
-}
-
-// heldChanged is the holder's report: publish it and rewrite held.json.
-func (in *instance) heldChanged(held bool, vips []netip.Prefix) {
-	in.pubMu.Lock()
-	in.pub.held, in.pub.vips = held, vips
-	in.pubMu.Unlock()
-	if in.hooks.held != nil {
-		in.hooks.held()
-	}
-}
-
-func (in *instance) transition(tr vrrp.Transition) {
-	in.counters.transitions.Add(1)
-	in.pubMu.Lock()
-	in.pub.last = tr
-	in.pubMu.Unlock()
-	in.log.Info("state changed", "from", tr.From.String(), "to", tr.To.String(), "reason", tr.Reason.String(), "cause", tr.Cause)
-	if in.drained && tr.To == vrrp.StateMaster {
-		// Said loudly: the operator asked for the opposite.
-		in.log.Error("drained, but no other node took over within Master_Down_Interval: holding the address, because an address with no owner is worse",
-			"vips", in.cfg.VIPs)
-	}
-	if in.hooks.transition != nil {
-		in.hooks.transition(in.id.name, tr)
-	}
-	in.runHook(tr)
+	in.close()
+	return nil
 }

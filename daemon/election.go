@@ -1,0 +1,142 @@
+package daemon
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/vipd/vipd/announce"
+	"github.com/vipd/vipd/config"
+	"github.com/vipd/vipd/vrrp"
+)
+
+// machineConfig is the election's view of ic.
+func (in *instance) machineConfig(ic config.Instance) vrrp.Config {
+	cfg := vrrp.Config{
+		Interface:          ic.Interface,
+		VRID:               ic.VRID,
+		Priority:           in.effectivePriority(),
+		AdvertInterval:     ic.AdvertInterval,
+		Preempt:            ic.Preempt,
+		PreemptDelay:       ic.PreemptDelay,
+		Primary:            in.primary,
+		SplitBrainRecovery: ic.SplitBrainRecovery,
+		TakeoverGrace:      takeoverGrace(ic.AdvertInterval),
+	}
+	for _, v := range ic.VIPs {
+		cfg.Addresses = append(cfg.Addresses, v.Addr())
+	}
+	return cfg
+}
+
+// policyConfig is the announcement policy's view of ic; without a claim
+// monitor there is nothing to probe for.
+func policyConfig(ic config.Instance, monitor bool) announce.Config {
+	cfg := announce.Config{
+		Repeat: ic.GARP.Repeat, Interval: ic.GARP.Interval, Refresh: ic.GARP.Refresh,
+		ClaimGrace: min(ic.AdvertInterval, conflictGrace),
+	}
+	if monitor {
+		cfg.ProbeEvery = probeEvery
+	}
+	return cfg
+}
+
+const (
+	// probeEvery is how often a Master asks who else has its VIPs.
+	probeEvery = time.Second
+	// conflictGrace is how long a claim waits for an advert that explains it.
+	conflictGrace = 20 * time.Millisecond
+)
+
+// exec publishes the machine's state for readers on other goroutines, then
+// carries out its actions in order. The machine has moved before it returns
+// actions and does not move while they run, so one publication, first,
+// serves status and the transition hooks alike.
+func (in *instance) exec(actions []vrrp.Action) {
+	in.publish()
+	for _, a := range actions {
+		switch a.Kind {
+		case vrrp.ActSendAdvert:
+			in.sendAdvert(a.Priority)
+		case vrrp.ActTakeAddresses:
+			in.holder.take()
+			in.runPolicy(in.policy.TookOver(in.env.Now(), nil))
+		case vrrp.ActReleaseAddresses:
+			in.policy.Released()
+			in.holder.release()
+			in.armPolicy()
+		case vrrp.ActAnnounce:
+			in.runPolicy(in.policy.Reannounce(in.env.Now(), nil))
+		case vrrp.ActArmTimer:
+			after := a.After
+			if a.Timer != vrrp.TimerAdvert {
+				// Go's timers wake through epoll in whole milliseconds and
+				// so fire up to a millisecond late; a takeover should not.
+				// Wake early and wait out the rest (waitUntil).
+				in.dueAt[a.Timer] = in.env.Now().Add(after)
+				after = max(after-timerLead, 0)
+			}
+			in.timers[a.Timer].Reset(after)
+		case vrrp.ActStopTimer:
+			in.timers[a.Timer].Stop()
+		case vrrp.ActTransition:
+			in.transition(a.Transition)
+		}
+	}
+}
+
+func (in *instance) sendAdvert(prio uint8) {
+	if in.conn == nil {
+		return
+	}
+	adv := vrrp.Advertisement{VRID: in.cfg.VRID, Priority: prio, Interval: in.cfg.AdvertInterval}
+	for _, v := range in.cfg.VIPs {
+		adv.Addresses = append(adv.Addresses, v.Addr())
+	}
+	dsts := in.cfg.UnicastPeers
+	if len(dsts) == 0 {
+		dsts = []netip.Addr{vrrp.GroupIPv4}
+	}
+	for _, dst := range dsts {
+		var err error
+		in.sendBuf, err = adv.Append(in.sendBuf[:0], in.primary, dst)
+		if err == nil {
+			err = in.conn.WriteTo(in.sendBuf, dst)
+		}
+		if err != nil {
+			in.log.Warn("sending advert failed", "destination", dst, "error", err)
+			continue
+		}
+		in.counters.advertsSent.Add(1)
+	}
+	in.pubMu.Lock()
+	in.pub.lastSent = in.env.Now()
+	in.pubMu.Unlock()
+}
+
+// heldChanged is the holder's report: publish it and rewrite held.json.
+func (in *instance) heldChanged(held bool, vips []netip.Prefix) {
+	in.pubMu.Lock()
+	in.pub.held, in.pub.vips = held, vips
+	in.pubMu.Unlock()
+	if in.hooks.held != nil {
+		in.hooks.held()
+	}
+}
+
+func (in *instance) transition(tr vrrp.Transition) {
+	in.counters.transitions.Add(1)
+	in.pubMu.Lock()
+	in.pub.last = tr
+	in.pubMu.Unlock()
+	in.log.Info("state changed", "from", tr.From.String(), "to", tr.To.String(), "reason", tr.Reason.String(), "cause", tr.Cause)
+	if in.drained && tr.To == vrrp.StateMaster {
+		// Said loudly: the operator asked for the opposite.
+		in.log.Error("drained, but no other node took over within Master_Down_Interval: holding the address, because an address with no owner is worse",
+			"vips", in.cfg.VIPs)
+	}
+	if in.hooks.transition != nil {
+		in.hooks.transition(in.id.name, tr)
+	}
+	in.runHook(tr)
+}

@@ -1,0 +1,147 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/vipd/vipd/config"
+	"github.com/vipd/vipd/netif"
+	"github.com/vipd/vipd/transport"
+)
+
+// source is the address adverts go out from: unicast_source, or the
+// interface's primary IPv4 address.
+func (in *instance) source(ic config.Instance) (netip.Addr, error) {
+	if ic.UnicastSource.IsValid() {
+		return ic.UnicastSource, nil
+	}
+	return in.env.Links.PrimaryIPv4(ic.Interface, ic.VIPs)
+}
+
+// waitLink waits until the interface exists and has a source address.
+func (in *instance) waitLink(ctx context.Context) (*net.Interface, bool, error) {
+	logged := false
+	for {
+		info, err := in.env.Links.Link(in.cfg.Interface)
+		if err == nil {
+			var src netip.Addr
+			if src, err = in.source(in.cfg); err == nil {
+				if in.primary.IsValid() && in.primary != src {
+					in.log.Warn("primary address changed; keeping the first one for this run", "address", src)
+				} else {
+					in.setPrimary(src)
+				}
+				ifi := &net.Interface{Index: info.Index, Name: info.Name, HardwareAddr: info.HardwareAddr, MTU: 1500}
+				return ifi, info.Up, nil
+			}
+		}
+		if !errors.Is(err, netif.ErrNoLink) && !errors.Is(err, netif.ErrNoAddress) {
+			return nil, false, fmt.Errorf("interface %s: %w", in.cfg.Interface, err)
+		}
+		if !logged {
+			in.log.Warn("waiting for the interface and its IPv4 address", "reason", err)
+			logged = true
+		}
+		t := time.NewTimer(waitRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, false, ctx.Err()
+		case <-in.links:
+		case cmd := <-in.cmds:
+			cmd()
+		case st := <-in.trackerChanges:
+			in.onTracker(st)
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+func (in *instance) setPrimary(src netip.Addr) {
+	in.primary = src
+	in.pubMu.Lock()
+	in.pub.primary = src
+	in.pubMu.Unlock()
+}
+
+func (in *instance) open(ifi *net.Interface) error {
+	if err := in.openVRRP(ifi); err != nil {
+		return err
+	}
+	ann, err := in.env.DialARP(ifi)
+	if err != nil {
+		in.close()
+		return err
+	}
+	in.announcer, in.linkIndex = ann, ifi.Index
+	if in.env.ListenARP != nil {
+		mon, err := in.env.ListenARP(ifi)
+		if err != nil {
+			// Detection of a second owner is a help, not a requirement.
+			in.log.Warn("cannot watch ARP for a second owner of the VIPs", "error", err)
+		} else {
+			in.monitor = mon
+		}
+	}
+	in.log.Info("joined", "source", in.primary, "mode", mode(in.cfg))
+	return nil
+}
+
+func (in *instance) openVRRP(ifi *net.Interface) error {
+	conn, err := in.env.ListenVRRP(ifi, transport.Options{Source: in.primary, Unicast: len(in.cfg.UnicastPeers) > 0})
+	if err != nil {
+		return err
+	}
+	in.conn = conn
+	return nil
+}
+
+func mode(ic config.Instance) string {
+	if len(ic.UnicastPeers) > 0 {
+		return "unicast"
+	}
+	return "multicast"
+}
+
+func (in *instance) close() {
+	if in.conn != nil {
+		in.conn.Close()
+		in.conn = nil
+	}
+	if in.announcer != nil {
+		in.announcer.Close()
+		in.announcer = nil
+	}
+	if in.monitor != nil {
+		in.monitor.Close()
+		in.monitor = nil
+	}
+}
+
+// reopenVRRP replaces the VRRP socket after a reload changed the transport
+// (unicast and multicast, the source): the machine, its timers and the
+// addresses stay as they are, so a Master stays Master.
+func (in *instance) reopenVRRP() error {
+	in.reopen = false
+	in.stopReader()
+	if in.conn != nil {
+		in.conn.Close()
+		in.conn = nil
+	}
+	info, err := in.env.Links.Link(in.cfg.Interface)
+	if err != nil {
+		return fmt.Errorf("reopening the VRRP socket: %w", err)
+	}
+	ifi := &net.Interface{Index: info.Index, Name: info.Name, HardwareAddr: info.HardwareAddr, MTU: 1500}
+	if err := in.openVRRP(ifi); err != nil {
+		return fmt.Errorf("reopening the VRRP socket: %w", err)
+	}
+	in.startReader()
+	in.log.Info("VRRP socket reopened", "source", in.primary, "mode", mode(in.cfg))
+	return nil
+}
