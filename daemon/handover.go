@@ -28,6 +28,17 @@ type InstanceHandover struct {
 	State       string `json:"state"`
 	Held        bool   `json:"held"`
 	Transitions uint64 `json:"transitions"`
+	// Trackers keep their state across the upgrade: a failing tracker
+	// must not come back healthy.
+	Trackers []TrackerHandover `json:"trackers,omitempty"`
+}
+
+// TrackerHandover is one tracker's state at the handover.
+type TrackerHandover struct {
+	Name    string    `json:"name"`
+	Healthy bool      `json:"healthy"`
+	Cause   string    `json:"cause"`
+	Since   time.Time `json:"since"`
 }
 
 // HandoverHistEntry keeps `vipd history` across the upgrade.
@@ -100,6 +111,12 @@ func (d *Daemon) Detach(ctx context.Context) (*Handover, error) {
 			held := in.holder.held
 			ih = InstanceHandover{Name: in.id.name, VRID: in.id.vrid, Interface: in.id.ifname, State: st.String(), Held: held,
 				Transitions: in.counters.transitions.Load()}
+			if in.trackers != nil {
+				for _, t := range in.trackers.trackers {
+					ts := t.Status()
+					ih.Trackers = append(ih.Trackers, TrackerHandover{Name: ts.Name, Healthy: ts.Healthy, Cause: ts.Cause, Since: ts.Since})
+				}
+			}
 			in.detach = true
 		})
 		if err != nil {

@@ -73,6 +73,13 @@ func (in *instance) buildTrackers(tracks []config.Track) ([]*health.Tracker, err
 		if obs := in.hooks.trackerCheck; obs != nil {
 			opts = append(opts, health.WithCheckObserver(func(d time.Duration, ok bool) { obs(in.id.name, name, d, ok) }))
 		}
+		if r := in.resume; r != nil {
+			for _, th := range r.Trackers {
+				if th.Name == name {
+					opts = append(opts, health.WithInitialState(th.Healthy, th.Cause, th.Since))
+				}
+			}
+		}
 		t, err := newTracker(tr, in.log, opts)
 		if err != nil {
 			return nil, fmt.Errorf("line %d: track %q: %w", tr.Line, tr.Name, err)

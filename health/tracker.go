@@ -74,6 +74,19 @@ func WithCheckObserver(f func(d time.Duration, ok bool)) Option {
 	return func(t *Tracker) { t.onCheck = f }
 }
 
+// WithInitialState starts the tracker healthy or failing as it was, with
+// the cause and time of that state: a binary upgrade carries the trackers
+// of the previous process over, so that a failing tracker does not come
+// back healthy (and a sick Master advertise its full priority) until its
+// first checks have run.
+func WithInitialState(healthy bool, cause string, since time.Time) Option {
+	return func(t *Tracker) {
+		t.st.Healthy, t.st.Cause, t.st.Since = healthy, cause, since
+		t.st.Detail = "carried over from the previous process"
+		t.st.Contribution = contribution(t.spec.Weight, healthy)
+	}
+}
+
 // NewTracker returns a tracker of c for the validated (and defaulted) s. It
 // starts healthy; the package documentation says why.
 func NewTracker(s Spec, c Checker, log *slog.Logger, opts ...Option) *Tracker {

@@ -1,0 +1,51 @@
+package daemon
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/vipd/vipd/config"
+	"github.com/vipd/vipd/vrrp"
+)
+
+// A failing tracker came back healthy after a re-exec upgrade: a sick
+// Master advertised its full priority until fall checks had run again.
+func TestUpgradeKeepsTrackerState(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lan := &fakeLAN{}
+		sick := filepath.Join(t.TempDir(), "drain")
+		if err := os.WriteFile(sick, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ic := testInstance(150)
+		ic.Tracks = []config.Track{{Name: "drain-switch", Type: "file", Path: sick, Weight: -50, Fall: 3, Rise: 3,
+			Interval: time.Second, Timeout: 500 * time.Millisecond}}
+		h := newFakeHost(lan, "198.51.100.11")
+		old := startCfgNode(t, h, Options{}, ic)
+		time.Sleep(10 * time.Second)
+		if st := old.status("k8s-api"); st.Priority != 100 || st.State != vrrp.StateMaster {
+			t.Fatalf("before the upgrade: priority %d, %v", st.Priority, st.State)
+		}
+		hand, err := old.d.Detach(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		old.stop(t)
+		next := startCfgNode(t, h, Options{Handover: hand}, ic)
+		synctest.Wait()
+		for range 3 {
+			st := next.status("k8s-api")
+			if st.Priority != 100 || len(st.Trackers) != 1 || st.Trackers[0].Healthy {
+				t.Fatalf("after the upgrade: priority %d, trackers %+v; want 100 and the tracker still failing", st.Priority, st.Trackers)
+			}
+			time.Sleep(700 * time.Millisecond)
+		}
+		if next.state() != vrrp.StateMaster {
+			t.Errorf("state %v after the upgrade", next.state())
+		}
+	})
+}
