@@ -70,6 +70,9 @@ const (
 	// ActResume: the host we stood down for no longer answers for the
 	// addresses; we announce again (a burst follows).
 	ActResume
+	// ActWithdraw: a handover is over; remove the addresses now. Late: no
+	// successor was heard within the bound.
+	ActWithdraw
 )
 
 func (k ActionKind) String() string {
@@ -84,6 +87,8 @@ func (k ActionKind) String() string {
 		return "stand_down"
 	case ActResume:
 		return "resume"
+	case ActWithdraw:
+		return "withdraw"
 	}
 	return "invalid_action"
 }
@@ -93,6 +98,7 @@ type Action struct {
 	Kind  ActionKind
 	Claim Claim
 	Log   bool
+	Late  bool
 }
 
 type timer uint8
@@ -103,8 +109,15 @@ const (
 	timerRefresh
 	timerProbe
 	timerAnswer
+	timerHandover
 	numTimers
 )
+
+// SuccessorAnnounceWait is how long a handover waits, after the
+// successor's first advert, for its announcement before it removes the
+// addresses anyway: a new vipd Master adds and announces them a few
+// milliseconds after its advert (its takeover grace), keepalived at once.
+const SuccessorAnnounceWait = 50 * time.Millisecond
 
 // A Policy decides the announcements of one instance. Not safe for
 // concurrent use: the instance's goroutine feeds it.
@@ -127,6 +140,11 @@ type Policy struct {
 	misses          int
 
 	logged map[string]time.Time // last log line per foreign MAC
+
+	// A handover: priority 0 sent, the addresses kept until the successor
+	// has taken over, nothing announced meanwhile.
+	handingOver   bool
+	successorSeen bool
 }
 
 // New returns a Policy for a host whose own hardware address is ownMAC.
@@ -190,13 +208,50 @@ func (p *Policy) reset() {
 	p.burstLeft = 0
 	p.hasPending = false
 	p.standingDown, p.standFor, p.heardSinceProbe, p.misses = false, Claim{}, false, 0
+	p.handingOver, p.successorSeen = false, false
+}
+
+// HandOver starts a make-before-break handover: priority 0 has been sent
+// and the addresses stay until the successor has taken over, so that the
+// clients are never without an owner. Meanwhile we say nothing — the
+// successor's announcement must be the last word the clients hear — and
+// its claims are expected, not conflicts. After bound the addresses go
+// anyway (ActWithdraw, Late).
+func (p *Policy) HandOver(now time.Time, bound time.Duration) {
+	if !p.held {
+		return
+	}
+	p.reset()
+	p.handingOver = true
+	p.due[timerHandover] = now.Add(bound)
+}
+
+// HandingOver reports whether a handover is under way.
+func (p *Policy) HandingOver() bool { return p.handingOver }
+
+// SuccessorHeard reports the first advert of a new Master during a
+// handover: its announcement follows; the addresses go when it arrives, or
+// SuccessorAnnounceWait later.
+func (p *Policy) SuccessorHeard(now time.Time) {
+	if !p.handingOver || p.successorSeen {
+		return
+	}
+	p.successorSeen = true
+	if d := now.Add(SuccessorAnnounceWait); d.Before(p.due[timerHandover]) {
+		p.due[timerHandover] = d
+	}
+}
+
+func (p *Policy) withdraw(late bool, out []Action) []Action {
+	p.Released()
+	return append(out, Action{Kind: ActWithdraw, Late: late})
 }
 
 // Reannounce asks for a new burst: the election settled a split brain in
 // our favour, an address deleted by hand was restored, or a reload added
 // one. It ends a stand-down: the adverts decide now, not the claims.
 func (p *Policy) Reannounce(now time.Time, out []Action) []Action {
-	if !p.held {
+	if !p.held || p.handingOver {
 		return out
 	}
 	if p.standingDown {
@@ -214,6 +269,13 @@ func (p *Policy) Reannounce(now time.Time, out []Action) []Action {
 // the claimant was the new Master, not a second owner.
 func (p *Policy) Claimed(c Claim, out []Action) []Action {
 	if !p.held {
+		return out
+	}
+	if p.handingOver {
+		// The successor announces: it has the addresses now.
+		if c.Announcement {
+			return p.withdraw(false, out)
+		}
 		return out
 	}
 	if p.standingDown && c.MAC == p.standFor.MAC {
@@ -248,6 +310,8 @@ func (p *Policy) Tick(now time.Time, out []Action) []Action {
 			out = p.probe(now, out)
 		case timerAnswer:
 			out = p.answer(now, out)
+		case timerHandover:
+			return p.withdraw(!p.successorSeen, out)
 		}
 	}
 	return out

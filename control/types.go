@@ -136,6 +136,21 @@ type DrainedInstance struct {
 	State       State      `json:"state"`
 	TakenOverBy netip.Addr `json:"taken_over_by,omitzero"`
 	Message     string     `json:"message,omitempty"`
+	// Handover is the measured make-before-break gap (drain --wait).
+	Handover *Handover `json:"handover,omitempty"`
+}
+
+// Handover is how a planned move went: the old Master sends priority 0,
+// keeps its addresses until the successor's first advert (and its
+// announcement) arrive, then removes them.
+type Handover struct {
+	PriorityZeroAt time.Time  `json:"priority_zero_at"`
+	SuccessorAt    time.Time  `json:"successor_heard_at,omitzero"`
+	Successor      netip.Addr `json:"successor,omitzero"`
+	RemovedAt      time.Time  `json:"removed_at,omitzero"`
+	// Late: no successor was heard within the bound; the addresses were
+	// removed anyway.
+	Late bool `json:"late,omitempty"`
 }
 
 // ReloadResult is the outcome of a reload.

@@ -136,12 +136,24 @@ func (d *Daemon) Drain(ctx context.Context, req control.DrainRequest) (control.D
 			}
 			wctx, cancel := context.WithTimeout(ctx, timeout)
 			taken, by, _ := r.in.waitTakeover(wctx, at)
+			hr, done := r.in.waitHandoverDone(wctx, at)
 			cancel()
+			if done {
+				di.Handover = &control.Handover{PriorityZeroAt: hr.PriorityZeroAt, SuccessorAt: hr.SuccessorAt,
+					Successor: hr.Successor, RemovedAt: hr.RemovedAt, Late: hr.Late}
+			}
 			if taken {
 				di.TakenOverBy = by.Addr
 				di.Message = fmt.Sprintf("%v took over (priority %d)", by.Addr, by.Priority)
+				if done && !hr.Late {
+					di.Message += fmt.Sprintf("; heard %v after priority 0, our addresses removed %v later",
+						hr.SuccessorAt.Sub(hr.PriorityZeroAt).Round(time.Microsecond), hr.RemovedAt.Sub(hr.SuccessorAt).Round(time.Microsecond))
+				}
 			} else {
 				w := fmt.Sprintf("no other host took over %s within %v", r.in.id.name, timeout)
+				if done && hr.Late {
+					w += fmt.Sprintf(" (addresses kept %v, the handover bound, then removed)", hr.RemovedAt.Sub(hr.PriorityZeroAt).Round(time.Millisecond))
+				}
 				if r.in.status().State == vrrp.StateMaster {
 					w += ": this host holds the address again, because an address with no owner is worse"
 				}

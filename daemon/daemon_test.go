@@ -94,20 +94,28 @@ func TestElectionFailoverAndGracefulStop(t *testing.T) {
 			t.Errorf("%d gratuitous ARPs after the burst, want 5", got)
 		}
 
-		// Graceful stop: priority 0, so n2 takes over after its Skew_Time.
-		n1.stop(t)
-		if n1.host.holds(testVIP) {
-			t.Fatal("n1 kept the VIP after stopping")
-		}
+		// Graceful stop: priority 0, so n2 takes over after its Skew_Time;
+		// n1 keeps the VIP until then (make-before-break).
+		n1.cancel()
 		time.Sleep(skewOf(100) - time.Millisecond)
 		synctest.Wait()
 		if n2.host.holds(testVIP) {
 			t.Fatal("n2 took over before Skew_Time")
 		}
+		if !n1.host.holds(testVIP) {
+			t.Fatal("n1 released the VIP before a successor took over")
+		}
 		time.Sleep(2*time.Millisecond + takeoverGrace(time.Second))
 		synctest.Wait()
 		if !n2.host.holds(testVIP) || n3.host.holds(testVIP) {
 			t.Fatalf("after graceful stop: n2=%v n3=%v", n2.host.holds(testVIP), n3.host.holds(testVIP))
+		}
+		n1.stop(t)
+		if n1.host.holds(testVIP) {
+			t.Fatal("n1 kept the VIP after stopping")
+		}
+		if r := n1.d.Snapshot(); len(r) > 0 && r[0].Handover.Late {
+			t.Errorf("the handover found no successor: %+v", r[0].Handover)
 		}
 		st := n2.d.Snapshot()[0]
 		if st.LastChange.Reason != vrrp.ReasonMasterLeft {

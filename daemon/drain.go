@@ -103,7 +103,7 @@ func (in *instance) drain(note string) (at time.Time, err error) {
 		if note != "" {
 			cause += ": " + note
 		}
-		in.exec(in.m.Resign(cause, nil))
+		in.planned(func() { in.exec(in.m.Resign(cause, nil)) })
 	}
 	in.log.Info("drained: running at the lowest priority until undrained", "note", note)
 	return at, nil
@@ -142,6 +142,26 @@ func (in *instance) waitTakeover(ctx context.Context, at time.Time) (taken bool,
 		select {
 		case <-ctx.Done():
 			return false, vrrp.MasterInfo{}, st.State
+		case <-t.C:
+		}
+	}
+}
+
+// waitHandoverDone waits until the planned move that started at or after at
+// has removed our addresses (or ctx ends).
+func (in *instance) waitHandoverDone(ctx context.Context, at time.Time) (HandoverReport, bool) {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		in.pubMu.Lock()
+		r := in.pub.handover
+		in.pubMu.Unlock()
+		if !r.PriorityZeroAt.Before(at) && !r.RemovedAt.IsZero() {
+			return r, true
+		}
+		select {
+		case <-ctx.Done():
+			return r, false
 		case <-t.C:
 		}
 	}

@@ -62,6 +62,13 @@ func (in *instance) exec(actions []vrrp.Action) {
 			in.holder.take()
 			in.runPolicy(in.policy.TookOver(in.env.Now(), nil))
 		case vrrp.ActReleaseAddresses:
+			if in.handover && in.holder.held && !in.policy.HandingOver() {
+				in.startHandover()
+				continue
+			}
+			if in.policy.HandingOver() {
+				continue // the handover removes them
+			}
 			in.policy.Released()
 			in.holder.release()
 			in.armPolicy()

@@ -21,6 +21,7 @@ type fakeLAN struct {
 	mu     sync.Mutex
 	conns  []*fakeConn
 	byVRID map[uint8]int // adverts sent, by VRID
+	hosts  []*fakeHost   // whose ARP monitors hear each other's announcements
 }
 
 type fakePacket struct {
@@ -157,15 +158,39 @@ func (m fakeMonitor) Run(ctx context.Context, onClaim func(arp.Claim)) error {
 func (m fakeMonitor) Close() error { return nil }
 
 func newFakeHost(lan *fakeLAN, addr string) *fakeHost {
-	return &fakeHost{
+	h := &fakeHost{
 		ifname: "eth0", exists: true, up: true, addr: netip.MustParseAddr(addr),
 		vips: map[netip.Prefix]bool{}, announce: map[netip.Addr]int{},
-		events: make(chan netif.Event, 64), lan: lan,
+		events: make(chan netif.Event, 64), lan: lan, claims: make(chan arp.Claim, 16),
+	}
+	lan.mu.Lock()
+	lan.hosts = append(lan.hosts, h)
+	lan.mu.Unlock()
+	return h
+}
+
+func (h *fakeHost) mac() net.HardwareAddr {
+	return net.HardwareAddr{2, 0, 0, 0, 0, h.addr.As4()[3]}
+}
+
+// hear delivers a gratuitous ARP of vip from h to every other host's
+// monitor, as a switch floods it.
+func (l *fakeLAN) hear(from *fakeHost, vip netip.Addr) {
+	l.mu.Lock()
+	hosts := slices.Clone(l.hosts)
+	l.mu.Unlock()
+	for _, o := range hosts {
+		if o == from || o.claims == nil {
+			continue
+		}
+		select {
+		case o.claims <- arp.Claim{IP: vip, MAC: from.mac(), Op: arp.OperationReply, Target: vip, At: time.Now()}:
+		default:
+		}
 	}
 }
 
 func (h *fakeHost) env() Env {
-	h.claims = make(chan arp.Claim, 16)
 	return Env{
 		ListenARP: func(ifi *net.Interface) (ARPMonitor, error) { return fakeMonitor{h.claims}, nil },
 		Links:     h,
@@ -185,7 +210,7 @@ func (h *fakeHost) Link(name string) (netif.LinkInfo, error) {
 	if name != h.ifname || !h.exists {
 		return netif.LinkInfo{}, netif.ErrNoLink
 	}
-	return netif.LinkInfo{Name: name, Index: 2, Up: h.up && !h.cut.Load(), HardwareAddr: net.HardwareAddr{2, 0, 0, 0, 0, h.addr.As4()[3]}}, nil
+	return netif.LinkInfo{Name: name, Index: 2, Up: h.up && !h.cut.Load(), HardwareAddr: h.mac()}, nil
 }
 
 func (h *fakeHost) PrimaryIPv4(ifname string, exclude []netip.Prefix) (netip.Addr, error) {
@@ -286,11 +311,13 @@ func (h *fakeHost) announced(vip netip.Addr) int {
 type fakeAnnouncer struct{ h *fakeHost }
 
 func (a fakeAnnouncer) Announce(vip netip.Addr) error {
-	a.h.mu.Lock()
-	defer a.h.mu.Unlock()
-	if !a.h.cut.Load() {
-		a.h.announce[vip]++
+	if a.h.cut.Load() {
+		return nil
 	}
+	a.h.mu.Lock()
+	a.h.announce[vip]++
+	a.h.mu.Unlock()
+	a.h.lan.hear(a.h, vip)
 	return nil
 }
 

@@ -86,6 +86,7 @@ type instance struct {
 	dueAt     [4]time.Time   // when a precise timer is really due
 	policyT   *time.Timer
 	reopen    bool // a reload changed the transport
+	handover  bool // the machine's next release is a planned move
 
 	// collision is the latest VRID collision in words (dropMu).
 	collision   string
@@ -266,6 +267,9 @@ func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
 				continue
 			}
 			in.counters.advertsReceived.Add(1)
+			if p.adv.Priority > 0 {
+				in.successorHeard(p.src)
+			}
 		case <-in.timers[vrrp.TimerAdvert].C:
 			out = in.m.TimerFired(vrrp.TimerAdvert, out)
 		case <-in.timers[vrrp.TimerMasterDown].C:
@@ -337,7 +341,8 @@ func (in *instance) stop() error {
 		return nil
 	}
 	if in.m != nil {
-		in.exec(in.m.Shutdown(nil))
+		in.planned(func() { in.exec(in.m.Shutdown(nil)) })
+		in.awaitHandover()
 	}
 	in.close()
 	return nil

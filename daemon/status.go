@@ -46,6 +46,8 @@ type Status struct {
 	// StandingDown: Master, holding the VIPs, but not announcing them
 	// because another host announces them and no advert comes from it.
 	StandingDown bool
+	// Handover is the last planned move (drain, stop) and its measured gap.
+	Handover HandoverReport
 }
 
 // TrackerStatus is one health tracker's state.
@@ -81,6 +83,7 @@ type published struct {
 	trackers  []*health.Tracker
 	conflict  announce.Claim // the last claim of a VIP by another host
 	standDown bool           // holding the VIPs without announcing them
+	handover  HandoverReport // the last planned move
 }
 
 // warningWindow is how long a conflict or collision stays in status.
@@ -128,6 +131,7 @@ func (in *instance) status() Status {
 		AdvertInterval: p.interval,
 		LastSent:       p.lastSent,
 		StandingDown:   p.standDown && p.state == vrrp.StateMaster,
+		Handover:       p.handover,
 	}
 	if c := p.conflict; c.MAC != "" {
 		mac, _ := net.ParseMAC(c.MAC)

@@ -1,0 +1,113 @@
+package daemon
+
+import (
+	"net/netip"
+	"time"
+)
+
+// A planned move (drain, graceful stop, an instance removed by a reload) is
+// make-before-break: priority 0 goes out as RFC 5798 says, but the
+// addresses stay until the successor has taken over — its first advert as
+// Master, then its announcement — so the clients always have an owner.
+// The policy (announce.Policy.HandOver) keeps us quiet meanwhile.
+
+// HandoverReport is the measured gap of the last planned move.
+type HandoverReport struct {
+	PriorityZeroAt time.Time  // when priority 0 was sent
+	SuccessorAt    time.Time  // when the successor's first advert was heard; zero if none
+	Successor      netip.Addr // its address
+	RemovedAt      time.Time  // when our addresses were removed; zero while handing over
+	// Late: no successor within the bound; the addresses were removed
+	// anyway.
+	Late bool
+}
+
+// handoverMargin is added to the lowest priority's Skew_Time for the bound:
+// the successor's own timer lateness and takeover grace, and the time its
+// announcement takes to reach us.
+func handoverMargin(interval time.Duration) time.Duration {
+	return interval/10 + 50*time.Millisecond
+}
+
+// handoverBound is how long a handover waits for a successor: a Backup of
+// the lowest priority (1) takes over after its Skew_Time, (256 − 1) / 256
+// of our advert interval, plus handoverMargin.
+func handoverBound(interval time.Duration) time.Duration {
+	return 255*interval/256 + handoverMargin(interval)
+}
+
+// planned runs fn — which makes the machine send priority 0 and release —
+// as a make-before-break handover.
+func (in *instance) planned(fn func()) {
+	in.handover = true
+	defer func() { in.handover = false }()
+	fn()
+}
+
+// startHandover keeps the addresses past the machine's release.
+func (in *instance) startHandover() {
+	now := in.env.Now()
+	in.policy.HandOver(now, handoverBound(in.cfg.AdvertInterval))
+	in.setHandover(HandoverReport{PriorityZeroAt: now})
+	in.armPolicy()
+	in.log.Info("handing over: priority 0 sent; keeping the addresses until the successor has taken over",
+		"bound", handoverBound(in.cfg.AdvertInterval))
+}
+
+// successorHeard notes the first advert of a new Master while handing over.
+func (in *instance) successorHeard(src netip.Addr) {
+	if !in.policy.HandingOver() {
+		return
+	}
+	now := in.env.Now()
+	in.pubMu.Lock()
+	if in.pub.handover.SuccessorAt.IsZero() {
+		in.pub.handover.SuccessorAt, in.pub.handover.Successor = now, src
+	}
+	in.pubMu.Unlock()
+	in.policy.SuccessorHeard(now)
+	in.armPolicy()
+}
+
+// withdraw ends a handover: the successor has the addresses, or nobody
+// came within the bound.
+func (in *instance) withdraw(late bool) {
+	in.holder.release()
+	now := in.env.Now()
+	in.pubMu.Lock()
+	in.pub.handover.RemovedAt, in.pub.handover.Late = now, late
+	r := in.pub.handover
+	in.pubMu.Unlock()
+	if late {
+		in.log.Warn("handover: no successor took over within the bound; addresses removed anyway",
+			"bound", handoverBound(in.cfg.AdvertInterval), "vips", in.cfg.VIPs)
+		return
+	}
+	in.log.Info("handover done: the successor took over; addresses removed",
+		"successor", r.Successor, "successor_after", r.SuccessorAt.Sub(r.PriorityZeroAt),
+		"both_held_for", now.Sub(r.SuccessorAt))
+}
+
+func (in *instance) setHandover(r HandoverReport) {
+	in.pubMu.Lock()
+	in.pub.handover = r
+	in.pubMu.Unlock()
+}
+
+// awaitHandover runs what a handover needs after the election stopped (a
+// graceful stop): the successor's adverts and announcements, and the
+// policy's timer, until the addresses are withdrawn.
+func (in *instance) awaitHandover() {
+	for in.policy.HandingOver() {
+		select {
+		case p := <-in.packets:
+			if p.adv.VRID == in.cfg.VRID && p.adv.Priority > 0 && p.src != in.primary {
+				in.successorHeard(p.src)
+			}
+		case c := <-in.claims:
+			in.onClaim(c)
+		case <-in.policyT.C:
+			in.runPolicy(in.policy.Tick(in.env.Now(), nil))
+		}
+	}
+}
