@@ -26,7 +26,7 @@ func (in *instance) runPolicy(actions []announce.Action) {
 			}
 		case announce.ActStandDown:
 			in.conflict(a.Claim)
-			in.log.Error("another host announces our virtual address and we hear no advert from it: two Masters that cannot hear each other (adverts filtered or lost: a VRRP partition?); not fighting over the clients, we stop announcing until it stops answering for the address or the election decides",
+			in.log.Error("another host claims our virtual address by announcing it and we hear no advert from it: two Masters that cannot hear each other (adverts filtered or lost: a VRRP partition?); not fighting over the clients, we stop announcing until it stops answering for the address or the election decides",
 				"vip", a.Claim.Addr, "foreign_mac", a.Claim.MAC)
 		case announce.ActWithdraw:
 			in.withdraw(a.Late)

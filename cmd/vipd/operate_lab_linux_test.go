@@ -771,8 +771,9 @@ func TestLabOperateDrainSurvivesRestart(t *testing.T) {
 	if n := c.mon.AdvertsFrom(1, restarted, time.Now()); n != 0 {
 		t.Errorf("the drained n1 sent %d adverts after its restart", n)
 	}
-	if moves := c.opVIPMoves(start); strings.Join(moves, " ") != "-n1 +n2" {
-		t.Errorf("the VIP moved %v since the drain, want exactly once, n1 to n2", moves)
+	// Make-before-break: n2 adds the VIP before n1 removes it.
+	if moves := c.opVIPMoves(start); strings.Join(moves, " ") != "+n2 -n1" {
+		t.Errorf("the VIP moved %v since the drain, want exactly once, n1 to n2, n2 first", moves)
 	}
 	t.Logf("drained n1 restarted; %v later the VIP has not come back (%d answers to the client since)",
 		time.Since(restarted).Round(time.Millisecond), p.AnsweredSince(restarted))
