@@ -28,6 +28,11 @@ const (
 
 	maxPreemptDelay = time.Hour
 
+	// Master_Down_Interval in advert intervals: RFC 5798's 3, up to
+	// keepalived's practical range for down_timer_adverts.
+	defaultMasterDownAdverts = 3
+	maxMasterDownAdverts     = 10
+
 	defaultGARPRepeat   = 5
 	defaultGARPInterval = time.Second
 	minGARPInterval     = 10 * time.Millisecond
@@ -167,6 +172,7 @@ func (c *checker) instance(i int, r *rawInstance) Instance {
 		GARP:               GARP{Repeat: defaultGARPRepeat, Interval: defaultGARPInterval},
 		Notify:             Notify{Timeout: defaultNotifyTimeout},
 		SplitBrainRecovery: true,
+		MasterDownAdverts:  defaultMasterDownAdverts,
 	}
 	at := elemPath("instance", i)
 	key := func(name string) string { return keyPath(at, name) }
@@ -279,6 +285,13 @@ func (c *checker) instance(i int, r *rawInstance) Instance {
 
 	if b, ok := c.boolean(r.SplitBrainRecovery, key("split_brain_recovery")); ok {
 		in.SplitBrainRecovery = b
+	}
+	if n, ok := c.integer(r.MasterDownAdverts, key("master_down_adverts")); ok &&
+		c.inRange(key("master_down_adverts"), n, defaultMasterDownAdverts, maxMasterDownAdverts) {
+		in.MasterDownAdverts = int(n)
+	}
+	if b, ok := c.boolean(r.TrustUnknownMasters, key("trust_unknown_masters")); ok {
+		in.TrustUnknownMasters = b
 	}
 	in.Tracks = c.tracks(key("track"), r.Track)
 	in.Notify = c.notify(key("notify"), &r.Notify)
