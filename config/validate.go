@@ -8,6 +8,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/vipd/vipd/vrrp"
 )
 
 // Limits of the schema. The advertisement interval travels in a 12-bit field
@@ -27,11 +29,6 @@ const (
 	maxAdvertInterval = 0xfff * advertUnit // 40.95s
 
 	maxPreemptDelay = time.Hour
-
-	// Master_Down_Interval in advert intervals: RFC 5798's 3, up to
-	// keepalived's practical range for down_timer_adverts.
-	defaultMasterDownAdverts = 3
-	maxMasterDownAdverts     = 10
 
 	defaultGARPRepeat   = 5
 	defaultGARPInterval = time.Second
@@ -172,7 +169,7 @@ func (c *checker) instance(i int, r *rawInstance) Instance {
 		GARP:               GARP{Repeat: defaultGARPRepeat, Interval: defaultGARPInterval},
 		Notify:             Notify{Timeout: defaultNotifyTimeout},
 		SplitBrainRecovery: true,
-		MasterDownAdverts:  defaultMasterDownAdverts,
+		MasterDownAdverts:  vrrp.DefaultMasterDownAdverts,
 	}
 	at := elemPath("instance", i)
 	key := func(name string) string { return keyPath(at, name) }
@@ -287,7 +284,7 @@ func (c *checker) instance(i int, r *rawInstance) Instance {
 		in.SplitBrainRecovery = b
 	}
 	if n, ok := c.integer(r.MasterDownAdverts, key("master_down_adverts")); ok &&
-		c.inRange(key("master_down_adverts"), n, defaultMasterDownAdverts, maxMasterDownAdverts) {
+		c.inRange(key("master_down_adverts"), n, vrrp.DefaultMasterDownAdverts, vrrp.MaxMasterDownAdverts) {
 		in.MasterDownAdverts = int(n)
 	}
 	if b, ok := c.boolean(r.TrustUnknownMasters, key("trust_unknown_masters")); ok {
