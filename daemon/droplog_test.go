@@ -95,9 +95,8 @@ func TestDropLogMemoryIsBounded(t *testing.T) {
 	// Twenty minutes (twice perSource) of 1,000 new sources a second, over
 	// every reason.
 	reasons := vrrp.DropReasons()
-	now := dropT0
 	for i := range 1200 * 1000 {
-		now = dropT0.Add(time.Duration(i) * time.Millisecond)
+		now := dropT0.Add(time.Duration(i) * time.Millisecond)
 		l.allow(reasons[i%len(reasons)], spoofed(i), now)
 		if i%1000 == 0 {
 			l.suppressed(now)
