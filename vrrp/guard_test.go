@@ -368,3 +368,31 @@ func TestDownTimerMismatchWarning(t *testing.T) {
 		})
 	}
 }
+
+func TestSlowMasterOnlyOneEarlyTakeover(t *testing.T) {
+	// A Master advertising every 5s, a Backup configured for 1s, multicast:
+	// the Backup does not learn 5s from the first advert, so it times out
+	// before the second; when it yields it learns it, and stays Backup.
+	m, clk := backupMachine(t, testConfig(100, "198.51.100.11"))
+	start := clk.now
+	next := start
+	takeovers := 0
+	for clk.now.Sub(start) < time.Minute {
+		if due := m.deadline[TimerMasterDown]; !due.IsZero() && due.Before(next) {
+			clk.now = due
+			if out := describe(m.TimerFired(TimerMasterDown, nil)); strings.Contains(out, "->MASTER") {
+				takeovers++
+			}
+			continue
+		}
+		clk.now = next
+		m.ReceiveAdvert(mustAddr(master12), TTL, advert(150, 5*time.Second), nil)
+		next = next.Add(5 * time.Second)
+	}
+	if takeovers != 1 {
+		t.Errorf("%d takeovers in a minute beside a slower Master, want 1", takeovers)
+	}
+	if s, _ := m.State(); s != StateBackup || m.MasterAdverInterval() != 5*time.Second {
+		t.Errorf("state %v, Master_Adver_Interval %v; want BACKUP and 5s", s, m.MasterAdverInterval())
+	}
+}

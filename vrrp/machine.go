@@ -644,9 +644,12 @@ func (m *Machine) following(src netip.Addr) bool {
 }
 
 // trusted reports whether an advert from src may claim priority 255 and
-// have its interval learnt at once.
+// have its interval learnt at once: from a configured peer, or from the
+// Master we follow or, as Master, followed last. (A Backup that timed out
+// before a slow Master's second advert must learn its interval when it
+// yields to it, or it would time out again after every advert.)
 func (m *Machine) trusted(src netip.Addr) bool {
-	return m.cfg.TrustUnknownMasters || m.following(src) || slices.Contains(m.cfg.Peers, src)
+	return m.cfg.TrustUnknownMasters || m.master.Addr.IsValid() && src == m.master.Addr || slices.Contains(m.cfg.Peers, src)
 }
 
 // learnt is the Master_Adver_Interval to use for a Master that sent adv: a
