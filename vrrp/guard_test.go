@@ -301,6 +301,18 @@ func TestLinkFlap(t *testing.T) {
 			t.Errorf("got %s want %s", got, want)
 		}
 	})
+	t.Run("a Backup since: its next flap is a Backup's", func(t *testing.T) {
+		m, clk := masterMachine(t, testConfig(100, "198.51.100.11"))
+		m.SetLink(false, nil)
+		m.SetFault("tracker api failing", nil)
+		m.SetLink(true, nil)  // stays in Fault
+		m.SetFault("", nil)   // Backup
+		m.SetLink(false, nil) // a Backup's flap
+		clk.advance(300 * time.Millisecond)
+		if got := describe(m.SetLink(true, nil)); !strings.HasSuffix(got, "FAULT->BACKUP[link_up]") {
+			t.Errorf("a Backup resumed an old term as Master: %s", got)
+		}
+	})
 	t.Run("stopped meanwhile", func(t *testing.T) {
 		m, clk := masterMachine(t, testConfig(100, "198.51.100.11"))
 		m.SetLink(false, nil)

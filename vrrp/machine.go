@@ -892,7 +892,7 @@ func (m *Machine) enterBackup(out []Action, reason Reason, cause string) []Actio
 	m.masterAdverInterval = m.cfg.AdvertInterval
 	m.master, m.lowerMaster = MasterInfo{}, MasterInfo{}
 	m.released, m.recheck, m.probation = false, false, false
-	m.lowerSince = time.Time{}
+	m.lowerSince, m.flapFrom = time.Time{}, time.Time{}
 	out = m.arm(out, TimerMasterDown, m.MasterDownInterval())
 	return m.transition(out, StateBackup, reason, cause)
 }
