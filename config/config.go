@@ -66,6 +66,15 @@ type Instance struct {
 	// at once and announces again; a Master that yields sends one last advert
 	// so the winner re-announces.
 	SplitBrainRecovery bool
+	// MasterDownAdverts is how many advert intervals a Backup waits for
+	// the Master before taking over (RFC 5798: 3; 3..10). More rides out a
+	// starved host, at the cost of a slower failover; all peers should
+	// agree.
+	MasterDownAdverts int
+	// TrustUnknownMasters lets a host that is neither a unicast peer nor
+	// the Master followed claim priority 255 and have its advert interval
+	// learnt from one advert, as RFC 5798 does.
+	TrustUnknownMasters bool
 }
 
 // Track is one health tracker, an [[instance.track]] table. Only the keys of

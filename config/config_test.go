@@ -64,6 +64,7 @@ func defaults(name, ifname string, vrid uint8, vips ...string) Instance {
 		Notify:         Notify{Timeout: 10 * time.Second},
 
 		SplitBrainRecovery: true,
+		MasterDownAdverts:  3,
 	}
 	for _, v := range vips {
 		in.VIPs = append(in.VIPs, netip.MustParsePrefix(v))
@@ -116,6 +117,8 @@ preempt_delay = "1h"
 unicast_peers = ["198.51.100.2", "198.51.100.3"]
 unicast_source = "198.51.100.1"
 split_brain_recovery = false
+master_down_adverts = 10
+trust_unknown_masters = true
 
 [instance.garp]
 repeat = 100
@@ -188,15 +191,15 @@ timeout = "10m"
 							Name: "apiserver", Type: "http", Weight: 254, Fall: 100, Rise: 1, Interval: time.Hour, Timeout: 59 * time.Minute,
 							URL: "https://kubernetes:6443/readyz?verbose", OKStatus: []int{200, 401, 599, 100},
 							CAFile: "/etc/kubernetes/pki/ca.crt", CertFile: "/etc/vipd/client.crt", KeyFile: "/etc/vipd/client.key",
-							Line: 28,
+							Line: 30,
 						},
 						{
 							Name: "etcd", Type: "exec", Weight: -254, Fall: 1, Rise: 100, Interval: 100 * time.Millisecond, Timeout: 99 * time.Millisecond,
 							Command: []string{"/usr/local/bin/check-etcd", "--quick", ""},
-							Line:    43,
+							Line:    45,
 						},
-						{Name: "drain", Type: "file", Weight: 0, Fall: 3, Rise: 2, Interval: 2 * time.Second, Timeout: time.Second, Path: "/etc/vipd/drain", Line: 53},
-						{Name: "uplink", Type: "interface", Weight: 0, Fall: 3, Rise: 2, Interval: 2 * time.Second, Timeout: time.Second, Interface: "eth1", Line: 58},
+						{Name: "drain", Type: "file", Weight: 0, Fall: 3, Rise: 2, Interval: 2 * time.Second, Timeout: time.Second, Path: "/etc/vipd/drain", Line: 55},
+						{Name: "uplink", Type: "interface", Weight: 0, Fall: 3, Rise: 2, Interval: 2 * time.Second, Timeout: time.Second, Interface: "eth1", Line: 60},
 					},
 					Notify: Notify{
 						Master:  []string{"/usr/local/bin/on-master", "k8s-api"},
@@ -204,7 +207,9 @@ timeout = "10m"
 						Stop:    []string{"/bin/true"},
 						Timeout: 10 * time.Minute,
 					},
-					SplitBrainRecovery: false,
+					SplitBrainRecovery:  false,
+					MasterDownAdverts:   10,
+					TrustUnknownMasters: true,
 				}},
 			},
 		},
@@ -777,6 +782,20 @@ refresh = "0.5s"
 		}},
 		{"metrics_listen: multicast", "[global]\nmetrics_listen = \"224.0.0.18:9650\"\n" + base, []string{
 			`vipd.toml:2: global: metrics_listen "224.0.0.18:9650": 224.0.0.18 is a multicast address`,
+		}},
+
+		// master_down_adverts and trust_unknown_masters.
+		{"master_down_adverts below the RFC's 3", base + "master_down_adverts = 2\n", []string{
+			`vipd.toml:6: instance "k8s-api": master_down_adverts 2 out of range 3..10`,
+		}},
+		{"master_down_adverts too high", base + "master_down_adverts = 11\n", []string{
+			`vipd.toml:6: instance "k8s-api": master_down_adverts 11 out of range 3..10`,
+		}},
+		{"master_down_adverts as a duration", base + "master_down_adverts = \"3s\"\n", []string{
+			`vipd.toml:6: instance "k8s-api": master_down_adverts must be an integer, not a string`,
+		}},
+		{"trust_unknown_masters as a string", base + "trust_unknown_masters = \"yes\"\n", []string{
+			`vipd.toml:6: instance "k8s-api": trust_unknown_masters must be true or false, not a string`,
 		}},
 
 		// split_brain_recovery.

@@ -43,9 +43,11 @@ type rawInstance struct {
 	UnicastSource  field   `toml:"unicast_source"`
 	GARP           rawGARP `toml:"garp"`
 
-	SplitBrainRecovery field      `toml:"split_brain_recovery"`
-	Track              []rawTrack `toml:"track"`
-	Notify             rawNotify  `toml:"notify"`
+	SplitBrainRecovery  field      `toml:"split_brain_recovery"`
+	MasterDownAdverts   field      `toml:"master_down_adverts"`
+	TrustUnknownMasters field      `toml:"trust_unknown_masters"`
+	Track               []rawTrack `toml:"track"`
+	Notify              rawNotify  `toml:"notify"`
 }
 
 type rawGARP struct {

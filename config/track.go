@@ -11,11 +11,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vipd/vipd/health"
 )
 
-// Limits and defaults of [[instance.track]] and [instance.notify]. They
-// match what the health package enforces, so a file vipd check accepts is
-// one the daemon accepts too.
+// Defaults of [[instance.track]] that are policy of the file, and the
+// limits of [instance.notify]. The limits of a tracker's numbers (weight,
+// fall, rise, interval, timeout) and their defaults are the health
+// package's: track maps its errors to the keys' lines, so a file vipd check
+// accepts is one the daemon accepts too.
 const (
 	// A failing http, exec or interface tracker lowers the priority by 50:
 	// below an equally configured healthy peer, so the VIP moves to it, but
@@ -26,18 +30,6 @@ const (
 	// the instance is in Fault and releases the VIP, whatever the peers'
 	// priorities.
 	defaultDrainWeight = 0
-	maxTrackWeight     = 254
-
-	defaultFall = 3
-	defaultRise = 2
-	maxStreak   = 100
-
-	defaultTrackInterval = 2 * time.Second
-	minTrackInterval     = 100 * time.Millisecond
-	maxTrackInterval     = time.Hour
-	// The default timeout is this or half the interval, whichever is
-	// shorter, so a check always ends before the next one starts.
-	defaultTrackTimeout = time.Second
 
 	defaultNotifyTimeout = 10 * time.Second
 	maxNotifyTimeout     = 10 * time.Minute
@@ -71,7 +63,7 @@ func (c *checker) tracks(at string, raws []rawTrack) []Track {
 
 // track checks one [[instance.track]] table at path at.
 func (c *checker) track(at string, r *rawTrack) Track {
-	t := Track{Fall: defaultFall, Rise: defaultRise, Interval: defaultTrackInterval, Line: c.line(at)}
+	t := Track{Fall: health.DefaultFall, Rise: health.DefaultRise, Interval: health.DefaultInterval, Line: c.line(at)}
 	key := func(name string) string { return keyPath(at, name) }
 
 	c.need(r.Name, key("name"))
@@ -107,35 +99,7 @@ func (c *checker) track(at string, r *rawTrack) Track {
 	if t.Type == "file" {
 		t.Weight = defaultDrainWeight
 	}
-	if n, ok := c.integer(r.Weight, key("weight")); ok && c.inRange(key("weight"), n, -maxTrackWeight, maxTrackWeight) {
-		t.Weight = int(n)
-	}
-	if n, ok := c.integer(r.Fall, key("fall")); ok && c.inRange(key("fall"), n, 1, maxStreak) {
-		t.Fall = int(n)
-	}
-	if n, ok := c.integer(r.Rise, key("rise")); ok && c.inRange(key("rise"), n, 1, maxStreak) {
-		t.Rise = int(n)
-	}
-
-	intervalOK := true
-	if d, ok := c.duration(r.Interval, key("interval"), minTrackInterval, maxTrackInterval); ok {
-		t.Interval = d
-	} else if r.Interval.set {
-		intervalOK = false
-	}
-	t.Timeout = min(defaultTrackTimeout, t.Interval/2)
-	if belongs("timeout", r.Timeout, "http", "exec") {
-		if d, ok := c.anyDuration(r.Timeout, key("timeout")); ok {
-			switch {
-			case d <= 0:
-				c.add(key("timeout"), "timeout %q must be more than 0s", r.Timeout.val)
-			case intervalOK && d >= t.Interval:
-				c.add(key("timeout"), "timeout %q must be shorter than the interval (%s), so that one check ends before the next starts", r.Timeout.val, shortDuration(t.Interval))
-			default:
-				t.Timeout = d
-			}
-		}
-	}
+	c.trackLimits(at, r, &t, belongs("timeout", r.Timeout, "http", "exec"))
 
 	c.trackHTTP(at, r, &t, belongs)
 
@@ -174,6 +138,72 @@ func (c *checker) track(at string, r *rawTrack) Track {
 		needFor("interface", r.Interface)
 	}
 	return t
+}
+
+// trackLimits reads a tracker's numbers (weight, fall, rise, interval and,
+// when its type has one, timeout) and reports what health.Spec.CheckLimits
+// finds wrong with them at each key's line, with the value as written. A
+// key that is not a number of the right type is reported here and checked
+// no further.
+func (c *checker) trackLimits(at string, r *rawTrack, t *Track, hasTimeout bool) {
+	key := func(name string) string { return keyPath(at, name) }
+	raws := map[string]field{"weight": r.Weight, "fall": r.Fall, "rise": r.Rise, "interval": r.Interval, "timeout": r.Timeout}
+	bad := map[string]bool{} // of the wrong type: its default stands in
+	integer := func(name string, dst *int) {
+		if n, ok := c.integer(raws[name], key(name)); ok {
+			*dst = int(n)
+		} else if raws[name].set {
+			bad[name] = true
+		}
+	}
+	duration := func(name string, dst *time.Duration) {
+		if d, ok := c.anyDuration(raws[name], key(name)); ok {
+			*dst = d
+		} else if raws[name].set {
+			bad[name] = true
+		}
+	}
+	integer("weight", &t.Weight)
+	integer("fall", &t.Fall)
+	integer("rise", &t.Rise)
+	duration("interval", &t.Interval)
+	t.Timeout = health.Spec{Interval: t.Interval}.WithDefaults().Timeout
+	if hasTimeout {
+		duration("timeout", &t.Timeout)
+	}
+	spec := health.Spec{Weight: t.Weight, Fall: t.Fall, Rise: t.Rise, Interval: t.Interval, Timeout: t.Timeout}
+	for _, err := range unjoin(spec.CheckLimits()) {
+		fe, ok := errors.AsType[*health.FieldError](err)
+		// A timeout compared with the default that stands in for a bad
+		// interval says nothing.
+		if !ok || bad[fe.Key] || fe.Key == "timeout" && bad["interval"] && t.Timeout > 0 {
+			continue
+		}
+		if f := raws[fe.Key]; f.set {
+			c.add(key(fe.Key), "%s %s %s", fe.Key, written(f), fe.Problem)
+		} else {
+			c.add(key(fe.Key), "%v (the default)", fe)
+		}
+	}
+}
+
+// unjoin returns the errors joined in err (errors.Join), or err alone.
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// written shows a value as the file has it: strings quoted, numbers bare.
+func written(f field) string {
+	if s, ok := f.val.(string); ok {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprint(f.val)
 }
 
 // trackHTTP checks the keys of an http tracker.

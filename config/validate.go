@@ -8,6 +8,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/vipd/vipd/vrrp"
 )
 
 // Limits of the schema. The advertisement interval travels in a 12-bit field
@@ -167,6 +169,7 @@ func (c *checker) instance(i int, r *rawInstance) Instance {
 		GARP:               GARP{Repeat: defaultGARPRepeat, Interval: defaultGARPInterval},
 		Notify:             Notify{Timeout: defaultNotifyTimeout},
 		SplitBrainRecovery: true,
+		MasterDownAdverts:  vrrp.DefaultMasterDownAdverts,
 	}
 	at := elemPath("instance", i)
 	key := func(name string) string { return keyPath(at, name) }
@@ -279,6 +282,13 @@ func (c *checker) instance(i int, r *rawInstance) Instance {
 
 	if b, ok := c.boolean(r.SplitBrainRecovery, key("split_brain_recovery")); ok {
 		in.SplitBrainRecovery = b
+	}
+	if n, ok := c.integer(r.MasterDownAdverts, key("master_down_adverts")); ok &&
+		c.inRange(key("master_down_adverts"), n, vrrp.DefaultMasterDownAdverts, vrrp.MaxMasterDownAdverts) {
+		in.MasterDownAdverts = int(n)
+	}
+	if b, ok := c.boolean(r.TrustUnknownMasters, key("trust_unknown_masters")); ok {
+		in.TrustUnknownMasters = b
 	}
 	in.Tracks = c.tracks(key("track"), r.Track)
 	in.Notify = c.notify(key("notify"), &r.Notify)

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"net/netip"
 	"time"
 
@@ -12,15 +13,18 @@ import (
 // machineConfig is the election's view of ic.
 func (in *instance) machineConfig(ic config.Instance) vrrp.Config {
 	cfg := vrrp.Config{
-		Interface:          ic.Interface,
-		VRID:               ic.VRID,
-		Priority:           in.effectivePriority(),
-		AdvertInterval:     ic.AdvertInterval,
-		Preempt:            ic.Preempt,
-		PreemptDelay:       ic.PreemptDelay,
-		Primary:            in.primary,
-		SplitBrainRecovery: ic.SplitBrainRecovery,
-		TakeoverGrace:      takeoverGrace(ic.AdvertInterval),
+		Interface:           ic.Interface,
+		VRID:                ic.VRID,
+		Priority:            in.effectivePriority(),
+		AdvertInterval:      ic.AdvertInterval,
+		Preempt:             ic.Preempt,
+		PreemptDelay:        ic.PreemptDelay,
+		Primary:             in.primary,
+		SplitBrainRecovery:  ic.SplitBrainRecovery,
+		TakeoverGrace:       takeoverGrace(ic.AdvertInterval),
+		Peers:               ic.UnicastPeers,
+		TrustUnknownMasters: ic.TrustUnknownMasters,
+		MasterDownAdverts:   ic.MasterDownAdverts,
 	}
 	for _, v := range ic.VIPs {
 		cfg.Addresses = append(cfg.Addresses, v.Addr())
@@ -88,6 +92,10 @@ func (in *instance) exec(actions []vrrp.Action) {
 			in.timers[a.Timer].Stop()
 		case vrrp.ActTransition:
 			in.transition(a.Transition)
+		case vrrp.ActAddressMismatch:
+			in.addressMismatch(a.Peer)
+		case vrrp.ActDownTimerMismatch:
+			in.log.Warn("a peer seems to use another master_down_adverts than ours: all hosts of a group should agree", "peer", a.Peer, "detail", a.Detail)
 		}
 	}
 }
@@ -146,4 +154,21 @@ func (in *instance) transition(tr vrrp.Transition) {
 		in.hooks.transition(in.id.name, tr)
 	}
 	in.runHook(tr)
+}
+
+// addressMismatch warns about an advert the election followed although its
+// address list differs from ours: the Master changed its VIPs first (a
+// rolling change), or an address owner speaks. Taking over would put the
+// old VIPs on two hosts, so we follow it, loudly.
+func (in *instance) addressMismatch(peer netip.Addr) {
+	var theirs []netip.Addr
+	if in.rx != nil {
+		theirs = in.rx.adv.Addresses
+	}
+	in.log.Warn("the Master advertises other addresses than ours: following it (a rolling change of the VIP list?); make the lists agree",
+		"master", peer, "advert_addresses", theirs, "our_vips", in.cfg.VIPs)
+	in.dropMu.Lock()
+	in.collision = fmt.Sprintf("address list mismatch: the Master %v advertises %v, this host has %v", peer, theirs, in.cfg.VIPs)
+	in.collisionAt = in.env.Now()
+	in.dropMu.Unlock()
 }

@@ -85,8 +85,9 @@ type instance struct {
 	timers    [4]*time.Timer // by vrrp.Timer
 	dueAt     [4]time.Time   // when a precise timer is really due
 	policyT   *time.Timer
-	reopen    bool // a reload changed the transport
-	handover  bool // the machine's next release is a planned move
+	reopen    bool      // a reload changed the transport
+	handover  bool      // the machine's next release is a planned move
+	rx        *received // the advert whose actions run now
 
 	// collision is the latest VRID collision in words (dropMu).
 	collision   string
@@ -124,7 +125,7 @@ func newInstance(ic config.Instance, siblings []uint8, stateDir string, log *slo
 		stopped:        make(chan struct{}),
 		packets:        make(chan received, 64),
 		claims:         make(chan arp.Claim, 64),
-		drops:          newDropLog(dropReportEvery, dropLinesPerReason, dropWindow),
+		drops:          newDropLog(dropLogPerSource, dropLogPerReason, dropLogWindow),
 	}
 	in.filter.Store(&readFilter{vrid: ic.VRID, siblings: siblings, peers: ic.UnicastPeers})
 	in.holder = newAddressHolder(env.Links, ic.Interface, ic.VIPs, in.log, in.heldChanged)
@@ -136,14 +137,6 @@ func newInstance(ic config.Instance, siblings []uint8, stateDir string, log *slo
 	in.pub.priority = in.effectivePriority()
 	return in
 }
-
-// Drop logging limits: once per (reason, source) per dropReportEvery, and
-// at most dropLinesPerReason lines per reason per dropWindow.
-const (
-	dropReportEvery    = 10 * time.Minute
-	dropLinesPerReason = 10
-	dropWindow         = time.Minute
-)
 
 // do runs fn on the instance's goroutine, which owns the machine, and waits
 // for it. It fails if the goroutine does not take it before ctx ends.
@@ -270,6 +263,10 @@ func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
 			if p.adv.Priority > 0 {
 				in.successorHeard(p.src)
 			}
+			in.rx = &p
+			in.exec(out)
+			in.rx = nil
+			continue
 		case <-in.timers[vrrp.TimerAdvert].C:
 			out = in.m.TimerFired(vrrp.TimerAdvert, out)
 		case <-in.timers[vrrp.TimerMasterDown].C:

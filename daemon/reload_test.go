@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -324,4 +325,33 @@ func waitState(t *testing.T, n *cfgNode, name string, want vrrp.State, timeout t
 		}
 	}
 	t.Fatalf("%s never became %v: %v", name, want, n.status(name).State)
+}
+
+// Defect 4: changing the VIP list on the Master first made the Backups drop
+// its adverts as a VRID collision and take over: two Masters.
+func TestVIPListChangedOnTheMasterFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lan := &fakeLAN{}
+		n1 := startCfgNode(t, newFakeHost(lan, "198.51.100.11"), Options{}, testInstance(150))
+		n2 := startCfgNode(t, newFakeHost(lan, "198.51.100.12"), Options{}, testInstance(100))
+		time.Sleep(10 * time.Second)
+		next := testInstance(150)
+		next.VIPs = append(next.VIPs, netip.MustParsePrefix("198.51.100.30/32"))
+		n1.edit(next)
+		n1.reload(t)
+		time.Sleep(20 * time.Second)
+		if n1.state() != vrrp.StateMaster || n2.state() != vrrp.StateBackup {
+			t.Fatalf("after the Master's change: n1 %v, n2 %v", n1.state(), n2.state())
+		}
+		if n2.host.holds(testVIP) {
+			t.Error("n2 took the old VIP too")
+		}
+		if !strings.Contains(n2.logs.String(), "the Master advertises other addresses than ours") {
+			t.Errorf("n2 did not warn about the mismatch:\n%s", n2.logs)
+		}
+		st := n2.status("k8s-api")
+		if !slices.ContainsFunc(st.Warnings, func(w string) bool { return strings.Contains(w, "address list mismatch") }) {
+			t.Errorf("n2's status warnings %q", st.Warnings)
+		}
+	})
 }

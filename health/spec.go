@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -133,14 +134,71 @@ func (s Spec) WithDefaults() Spec {
 }
 
 // A FieldError is one problem with one key of a tracker's table. Validate
-// returns them joined (errors.Join); a caller that reports problems by key,
-// with line numbers, unwraps them with errors.As or Unwrap() []error.
+// and CheckLimits return them joined (errors.Join); a caller that reports
+// problems by key, with line numbers, unwraps them with errors.As or
+// Unwrap() []error, and may show the value as the operator wrote it in
+// place of Value.
 type FieldError struct {
-	Key     string // the configuration key, e.g. "ok_status"
-	Problem string
+	Key string // the configuration key, e.g. "ok_status"
+	// Value is the offending value as this package formats it ("255",
+	// "99ms"), or "" when the problem is not about one value.
+	Value   string
+	Problem string // e.g. "out of range 1..100"
 }
 
-func (e *FieldError) Error() string { return e.Key + ": " + e.Problem }
+func (e *FieldError) Error() string {
+	if e.Value == "" {
+		return e.Key + ": " + e.Problem
+	}
+	return e.Key + " " + e.Value + " " + e.Problem
+}
+
+// CheckLimits reports the problems of the numbers every tracker has:
+// weight, fall, rise, interval and timeout. It is the one place of these
+// rules: Validate applies it, and the config package maps its errors to the
+// lines of the keys.
+func (s Spec) CheckLimits() error { return errors.Join(s.limitErrors()...) }
+
+func (s Spec) limitErrors() []error {
+	var errs []error
+	outside := func(key, value, lo, hi string) {
+		errs = append(errs, &FieldError{Key: key, Value: value, Problem: "out of range " + lo + ".." + hi})
+	}
+	if s.Weight < MinWeight || s.Weight > MaxWeight {
+		outside("weight", strconv.Itoa(s.Weight), strconv.Itoa(MinWeight), strconv.Itoa(MaxWeight))
+	}
+	if s.Fall < 1 || s.Fall > MaxStreak {
+		outside("fall", strconv.Itoa(s.Fall), "1", strconv.Itoa(MaxStreak))
+	}
+	if s.Rise < 1 || s.Rise > MaxStreak {
+		outside("rise", strconv.Itoa(s.Rise), "1", strconv.Itoa(MaxStreak))
+	}
+	intervalOK := s.Interval >= MinInterval && s.Interval <= MaxInterval
+	if !intervalOK {
+		outside("interval", shortDuration(s.Interval), shortDuration(MinInterval), shortDuration(MaxInterval))
+	}
+	switch {
+	case s.Timeout <= 0:
+		errs = append(errs, &FieldError{Key: "timeout", Value: shortDuration(s.Timeout), Problem: "must be more than 0s"})
+	case intervalOK && s.Timeout >= s.Interval:
+		// (Against an interval out of range the comparison says nothing.)
+		errs = append(errs, &FieldError{Key: "timeout", Value: shortDuration(s.Timeout),
+			Problem: "must be shorter than the interval (" + shortDuration(s.Interval) + "), so that one check ends before the next starts"})
+	}
+	return errs
+}
+
+// shortDuration drops the zero units time.Duration.String adds: 1h, not 1h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
 
 // Validate reports every problem with s, or nil. It reads the TLS files and
 // looks up the command, so whatever would make NewChecker fail shows here,
@@ -164,24 +222,7 @@ func (s Spec) Validate() error {
 	if s.Type == typeInvalid || s.Type >= numTypes {
 		add("type", "is missing or unknown: want http, exec, file or interface")
 	}
-	if s.Weight < MinWeight || s.Weight > MaxWeight {
-		add("weight", "%d is outside %d..%d", s.Weight, MinWeight, MaxWeight)
-	}
-	if s.Fall < 1 || s.Fall > MaxStreak {
-		add("fall", "%d is outside 1..%d", s.Fall, MaxStreak)
-	}
-	if s.Rise < 1 || s.Rise > MaxStreak {
-		add("rise", "%d is outside 1..%d", s.Rise, MaxStreak)
-	}
-	if s.Interval < MinInterval || s.Interval > MaxInterval {
-		add("interval", "%v is outside %v..%v", s.Interval, MinInterval, MaxInterval)
-	}
-	switch {
-	case s.Timeout <= 0:
-		add("timeout", "%v must be positive", s.Timeout)
-	case s.Timeout >= s.Interval:
-		add("timeout", "%v must be shorter than the interval (%v), so one check ends before the next starts", s.Timeout, s.Interval)
-	}
+	errs = append(errs, s.limitErrors()...)
 
 	// Keys of another type are mistakes (a typo in "type", or a table
 	// pasted from another tracker), not options to ignore.

@@ -54,8 +54,8 @@ func (a *Advertisement) Append(b []byte, src, dst netip.Addr) ([]byte, error) {
 	if !src.IsValid() || !dst.IsValid() || src.Is4() != dst.Is4() {
 		return b, fmt.Errorf("vrrp: source %v and destination %v must be addresses of one family", src, dst)
 	}
-	if len(a.Addresses) > 255 {
-		return b, fmt.Errorf("vrrp: %d addresses do not fit in one advertisement (max 255)", len(a.Addresses))
+	if len(a.Addresses) == 0 || len(a.Addresses) > 255 {
+		return b, fmt.Errorf("vrrp: %d addresses: an advertisement carries 1..255", len(a.Addresses))
 	}
 	if a.Interval < MinAdvertInterval || a.Interval > MaxAdvertInterval || a.Interval%centisecond != 0 {
 		return b, fmt.Errorf("vrrp: advert interval %v is not a multiple of 10ms between %v and %v", a.Interval, MinAdvertInterval, MaxAdvertInterval)
@@ -104,8 +104,10 @@ func (a *Advertisement) Decode(b []byte, src, dst netip.Addr) error {
 	if src.Is4() {
 		addrLen = 4
 	}
+	// At least one address (section 5.2.5): an empty list is malformed,
+	// not another group's list.
 	count := int(b[3])
-	if len(b) != headerLen+count*addrLen {
+	if count == 0 || len(b) != headerLen+count*addrLen {
 		return DropLength
 	}
 	if checksum(b, src, dst) != 0 {

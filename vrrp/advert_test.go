@@ -70,6 +70,7 @@ func TestAppendRefuses(t *testing.T) {
 		{"mixed families", func(a *Advertisement) {}, src4, GroupIPv6},
 		{"ipv6 address in ipv4 packet", func(a *Advertisement) { a.Addresses = []netip.Addr{mustAddr("2001:db8::1")} }, src4, GroupIPv4},
 		{"no source", func(a *Advertisement) {}, netip.Addr{}, GroupIPv4},
+		{"no address", func(a *Advertisement) { a.Addresses = nil }, src4, GroupIPv4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,6 +123,8 @@ func TestDecodeDrops(t *testing.T) {
 		{"other destination (pseudo-header)", good, src4, mustAddr("198.51.100.12"), DropChecksum},
 		{"zero interval", mustEncodeRaw(t, []byte{0x31, 51, 100, 1, 0x00, 0x00, 0, 0, 198, 51, 100, 10}, src4, GroupIPv4), src4, GroupIPv4, DropInterval},
 		{"ipv4 source, ipv6 destination", good, src4, GroupIPv6, DropFamily},
+		// RFC 5798 section 5.2.5: at least one address. Not a VRID collision.
+		{"no address", mustEncodeRaw(t, []byte{0x31, 51, 100, 0, 0x00, 0x64, 0, 0}, src4, GroupIPv4), src4, GroupIPv4, DropLength},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

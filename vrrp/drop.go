@@ -8,52 +8,58 @@ type DropReason uint8
 // Reasons for discarding an advertisement (RFC 5798 section 7.1 and the
 // receiver's own checks).
 const (
-	dropInvalid     DropReason = iota
-	DropTooShort               // shorter than the fixed header
-	DropVersion                // not VRRP version 3
-	DropType                   // not an advertisement
-	DropFamily                 // source and destination of different families
-	DropLength                 // length does not match the address count
-	DropChecksum               // checksum does not verify
-	DropInterval               // Max Advertise Interval of zero
-	DropTTL                    // TTL or hop limit not 255: not from this link
-	DropVRID                   // a VRID that is not ours
-	DropAddressList            // our VRID with other addresses: a VRID collision
-	DropOwnAdvert              // our own advert looped back
-	DropNotPeer                // unicast mode: the source is not a configured peer
+	dropInvalid       DropReason = iota
+	DropTooShort                 // shorter than the fixed header
+	DropVersion                  // not VRRP version 3
+	DropType                     // not an advertisement
+	DropFamily                   // source and destination of different families
+	DropLength                   // length does not match the address count
+	DropChecksum                 // checksum does not verify
+	DropInterval                 // Max Advertise Interval of zero
+	DropTTL                      // TTL or hop limit not 255: not from this link
+	DropVRID                     // a VRID that is not ours
+	DropAddressList              // our VRID with other addresses: a VRID collision
+	DropOwnAdvert                // our own advert looped back
+	DropNotPeer                  // unicast mode: the source is not a configured peer
+	DropZeroNotMaster            // priority 0 from a router that is not our Master
+	DropUnknownOwner             // priority 255 from a host neither a peer nor our Master
 	numDropReasons
 )
 
 var dropNames = [numDropReasons]string{
-	dropInvalid:     "invalid",
-	DropTooShort:    "too_short",
-	DropVersion:     "version",
-	DropType:        "type",
-	DropFamily:      "family",
-	DropLength:      "length",
-	DropChecksum:    "checksum",
-	DropInterval:    "interval",
-	DropTTL:         "ttl",
-	DropVRID:        "vrid",
-	DropAddressList: "address_list",
-	DropOwnAdvert:   "own_advert",
-	DropNotPeer:     "not_peer",
+	dropInvalid:       "invalid",
+	DropTooShort:      "too_short",
+	DropVersion:       "version",
+	DropType:          "type",
+	DropFamily:        "family",
+	DropLength:        "length",
+	DropChecksum:      "checksum",
+	DropInterval:      "interval",
+	DropTTL:           "ttl",
+	DropVRID:          "vrid",
+	DropAddressList:   "address_list",
+	DropOwnAdvert:     "own_advert",
+	DropNotPeer:       "not_peer",
+	DropZeroNotMaster: "priority_zero_not_master",
+	DropUnknownOwner:  "unknown_owner",
 }
 
 var dropTexts = [numDropReasons]string{
-	dropInvalid:     "invalid drop reason",
-	DropTooShort:    "packet shorter than a VRRP header",
-	DropVersion:     "not VRRP version 3",
-	DropType:        "not a VRRP advertisement",
-	DropFamily:      "source and destination of different address families",
-	DropLength:      "length does not match the address count",
-	DropChecksum:    "bad checksum",
-	DropInterval:    "advert interval of zero",
-	DropTTL:         "TTL is not 255: sent from off the link",
-	DropVRID:        "VRID is not ours",
-	DropAddressList: "address list differs from ours (VRID collision?)",
-	DropOwnAdvert:   "our own advert",
-	DropNotPeer:     "source is not a configured unicast peer",
+	dropInvalid:       "invalid drop reason",
+	DropTooShort:      "packet shorter than a VRRP header",
+	DropVersion:       "not VRRP version 3",
+	DropType:          "not a VRRP advertisement",
+	DropFamily:        "source and destination of different address families",
+	DropLength:        "length does not match the address count",
+	DropChecksum:      "bad checksum",
+	DropInterval:      "advert interval of zero",
+	DropTTL:           "TTL is not 255: sent from off the link",
+	DropVRID:          "VRID is not ours",
+	DropAddressList:   "address list differs from ours (VRID collision?)",
+	DropOwnAdvert:     "our own advert",
+	DropNotPeer:       "source is not a configured unicast peer",
+	DropZeroNotMaster: "priority 0 (release) from a router that is not the Master we follow",
+	DropUnknownOwner:  "priority 255 (address owner) from a host that is neither a configured peer nor the current Master",
 }
 
 // DropReasons lists every reason, for callers that pre-create counters.

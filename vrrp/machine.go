@@ -4,12 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 )
 
-// frozenAfter is how many advert intervals late a Master's timer must fire
-// for the Master to assume that it was frozen and that Backups took over.
-const frozenAfter = 3
+// flapAdverts bounds a link flap that the group cannot have noticed: a
+// Backup waits Master_Down_Interval, at least 3 of our advert intervals
+// (it learns our interval, MasterDownAdverts is never below 3, and Skew_Time
+// is positive), after our last advert before it takes over.
+const flapAdverts = 3
+
+// mismatchSlots bounds the peers whose address-list mismatches are
+// reported per Master_Down_Interval, so that no flood of sources can turn
+// ActAddressMismatch into a log flood.
+const mismatchSlots = 4
 
 // A Clock tells the machine the time; the daemon passes the real clock,
 // tests a fake one.
@@ -47,6 +55,38 @@ type Config struct {
 	// addresses (and announcing them) only to drop them again. Zero takes
 	// them at once, as RFC 5798 does.
 	TakeoverGrace time.Duration
+	// Peers are the configured unicast peers (empty in multicast). With
+	// the Master a Backup follows, they are the hosts the machine trusts
+	// with what one unauthenticated advert can otherwise abuse: a priority
+	// 255 is accepted, and an advertised interval learnt, only from them.
+	Peers []netip.Addr
+	// TrustUnknownMasters lifts that limit (RFC 5798 behaviour): any host
+	// may claim priority 255 and have its interval learnt at once. A group
+	// with an address owner (a keepalived router at priority 255) in
+	// multicast mode needs it, or the owner listed as a peer.
+	TrustUnknownMasters bool
+	// MasterDownAdverts is how many advert intervals a Backup waits before
+	// declaring the Master dead: Master_Down_Interval is MasterDownAdverts
+	// * Master_Adver_Interval + Skew_Time. RFC 5798 says 3 (0 means 3);
+	// more rides out a starved host at the cost of a slower failover, and
+	// every router of the group should use the same value.
+	MasterDownAdverts int
+}
+
+// Limits of Config.MasterDownAdverts.
+const (
+	DefaultMasterDownAdverts = 3 // RFC 5798 section 6.1
+	MaxMasterDownAdverts     = 10
+)
+
+// owned returns c with its slices copied and its defaults filled in.
+func (c Config) owned() Config {
+	c.Addresses = append([]netip.Addr(nil), c.Addresses...)
+	c.Peers = append([]netip.Addr(nil), c.Peers...)
+	if c.MasterDownAdverts == 0 {
+		c.MasterDownAdverts = DefaultMasterDownAdverts
+	}
+	return c
 }
 
 func (c *Config) validate() error {
@@ -65,6 +105,13 @@ func (c *Config) validate() error {
 		return errors.New("vrrp: no primary address")
 	case len(c.Addresses) == 0 || len(c.Addresses) > 255:
 		return fmt.Errorf("vrrp: %d virtual addresses (1..255)", len(c.Addresses))
+	case c.MasterDownAdverts != 0 && (c.MasterDownAdverts < DefaultMasterDownAdverts || c.MasterDownAdverts > MaxMasterDownAdverts):
+		return fmt.Errorf("vrrp: master down adverts %d outside %d..%d", c.MasterDownAdverts, DefaultMasterDownAdverts, MaxMasterDownAdverts)
+	}
+	for _, p := range c.Peers {
+		if !p.IsValid() || p.Is4() != c.Primary.Is4() {
+			return fmt.Errorf("vrrp: peer %v is not of the family of %v", p, c.Primary)
+		}
 	}
 	for _, a := range c.Addresses {
 		if a.Is4() != c.Primary.Is4() || a.Is4In6() {
@@ -95,6 +142,18 @@ const (
 	ActStopTimer
 	// ActTransition: the state changed; Transition says how and why.
 	ActTransition
+	// ActAddressMismatch: an advert from Peer, the Master we follow or an
+	// address owner, lists other addresses than ours. It was accepted for
+	// the election (a rolling change of the VIP list); the driver warns
+	// with the advert's addresses. Reported at most once per
+	// Master_Down_Interval per peer, and for at most mismatchSlots peers
+	// per Master_Down_Interval.
+	ActAddressMismatch
+	// ActDownTimerMismatch: Peer became Master after the Master we followed
+	// had been silent for more than 3 advert intervals but less than our
+	// Master_Down_Interval: it seems to wait fewer adverts than our
+	// MasterDownAdverts. Detail says so in words; the driver warns.
+	ActDownTimerMismatch
 )
 
 func (k ActionKind) String() string {
@@ -113,6 +172,10 @@ func (k ActionKind) String() string {
 		return "stop_timer"
 	case ActTransition:
 		return "transition"
+	case ActAddressMismatch:
+		return "address_mismatch"
+	case ActDownTimerMismatch:
+		return "down_timer_mismatch"
 	}
 	return "invalid_action"
 }
@@ -125,6 +188,8 @@ type Action struct {
 	Timer      Timer
 	After      time.Duration
 	Transition Transition
+	Peer       netip.Addr // the advert's source, for the mismatch actions
+	Detail     string     // the warning in words, for ActDownTimerMismatch
 }
 
 // A Transition is a change of state with its cause in an operator's words.
@@ -176,6 +241,14 @@ type Machine struct {
 	recheck bool
 
 	lastAnnounce time.Time // of a split-brain re-announcement, to limit them
+	lastAnswer   time.Time // of an immediate answer to another Master, to limit them
+	lastAdvert   time.Time // when we last sent an advert as Master
+	// flapFrom is when the link went down while we were Master, zero
+	// otherwise: a link back soon enough resumes the term (SetLink).
+	flapFrom time.Time
+
+	mismatches   [mismatchSlots]mismatchReport
+	lastDownWarn time.Time // of an ActDownTimerMismatch, to limit them
 
 	// pending is the transition to Master of a router still in its
 	// TakeoverGrace: it is reported when the addresses are taken, and not at
@@ -184,12 +257,17 @@ type Machine struct {
 	prevSince time.Time
 }
 
+type mismatchReport struct {
+	peer netip.Addr
+	at   time.Time
+}
+
 // NewMachine returns a machine in Initialize. Start begins the election.
 func NewMachine(cfg Config, clock Clock) (*Machine, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	cfg.Addresses = append([]netip.Addr(nil), cfg.Addresses...)
+	cfg = cfg.owned()
 	return &Machine{
 		cfg:                 cfg,
 		clock:               clock,
@@ -231,7 +309,15 @@ func (m *Machine) Silent() bool {
 		return true
 	}
 	due := m.deadline[TimerAdvert]
-	return !due.IsZero() && m.clock.Now().Sub(due) > frozenAfter*m.cfg.AdvertInterval
+	return !due.IsZero() && m.clock.Now().Sub(due) > m.frozenLate()
+}
+
+// frozenLate is how late a Master's advert timer must fire for the Master
+// to assume that it was frozen and that Backups took over: silent for
+// MasterDownAdverts+1 intervals, it is past every Backup's
+// Master_Down_Interval (under MasterDownAdverts+1 intervals).
+func (m *Machine) frozenLate() time.Duration {
+	return time.Duration(m.cfg.MasterDownAdverts) * m.cfg.AdvertInterval
 }
 
 // MasterAdverInterval is the interval learnt from the Master's adverts.
@@ -243,9 +329,10 @@ func (m *Machine) SkewTime() time.Duration {
 	return time.Duration(256-int(m.prio)) * m.masterAdverInterval / 256
 }
 
-// MasterDownInterval is 3 * Master_Adver_Interval + Skew_Time.
+// MasterDownInterval is MasterDownAdverts (RFC 5798: 3) *
+// Master_Adver_Interval + Skew_Time.
 func (m *Machine) MasterDownInterval() time.Duration {
-	return 3*m.masterAdverInterval + m.SkewTime()
+	return time.Duration(m.cfg.MasterDownAdverts)*m.masterAdverInterval + m.SkewTime()
 }
 
 // Start leaves Initialize: for Backup, or for Fault when the link is down or
@@ -279,10 +366,8 @@ func (m *Machine) Resume(linkUp, wasMaster bool, out []Action) []Action {
 	}
 	m.running = true
 	m.linkUp = true
-	out = append(out,
-		Action{Kind: ActSendAdvert, Priority: m.prio},
-		Action{Kind: ActTakeAddresses}, // they are there; this only makes sure
-	)
+	out = m.advertise(out)
+	out = append(out, Action{Kind: ActTakeAddresses}) // they are there; this only makes sure
 	out = m.arm(out, TimerAdvert, m.cfg.AdvertInterval)
 	return m.transition(out, StateMaster, ReasonResumed, "resumed from the previous process (binary upgrade)")
 }
@@ -295,6 +380,7 @@ func (m *Machine) Shutdown(out []Action) []Action {
 		return out
 	}
 	m.running = false
+	m.flapFrom = time.Time{}
 	out = m.stopTimers(out)
 	if m.state == StateMaster {
 		out = append(out, Action{Kind: ActSendAdvert, Priority: 0})
@@ -337,8 +423,7 @@ func (m *Machine) Reconfigure(cfg Config) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	cfg.Addresses = append([]netip.Addr(nil), cfg.Addresses...)
-	m.cfg = cfg
+	m.cfg = cfg.owned()
 	if m.state != StateBackup || m.master.Addr.IsValid() {
 		return nil
 	}
@@ -355,7 +440,7 @@ func (m *Machine) SetPriority(p uint8, out []Action) []Action {
 	}
 	m.prio = p
 	if m.running && m.state == StateMaster && !m.probation {
-		out = append(out, Action{Kind: ActSendAdvert, Priority: m.prio})
+		out = m.advertise(out)
 		out = m.arm(out, TimerAdvert, m.cfg.AdvertInterval)
 	}
 	return out
@@ -375,12 +460,45 @@ func (m *Machine) SetLink(up bool, out []Action) []Action {
 		if m.state == StateFault {
 			return out
 		}
-		return m.enterFault(out, ReasonLinkDown, "interface "+m.cfg.Interface+" down", false)
+		wasMaster := m.state == StateMaster
+		out = m.enterFault(out, ReasonLinkDown, "interface "+m.cfg.Interface+" down", false)
+		if wasMaster {
+			m.flapFrom = m.clock.Now()
+		}
+		return out
 	}
 	if m.state == StateFault && m.fault == "" {
-		return m.enterBackup(out, ReasonLinkUp, "interface "+m.cfg.Interface+" up")
+		if m.flapFrom.IsZero() {
+			return m.enterBackup(out, ReasonLinkUp, "interface "+m.cfg.Interface+" up")
+		}
+		return m.linkReturned(out)
 	}
 	return out
+}
+
+// linkReturned ends a link flap of a Master. If no Backup can have timed
+// out yet (our last advert is younger than flapAdverts intervals) and no
+// other Master was heard, the group has not changed: carry on as Master at
+// once instead of waiting Master_Down_Interval as a Backup. A peer that
+// took over after all is met by the usual rules when its adverts arrive.
+func (m *Machine) linkReturned(out []Action) []Action {
+	now := m.clock.Now()
+	down, age := now.Sub(m.flapFrom), now.Sub(m.lastAdvert)
+	bound := flapAdverts * m.cfg.AdvertInterval
+	otherMaster := m.master.Priority > 0 && m.master.At.After(m.flapFrom)
+	m.flapFrom = time.Time{}
+	if m.lastAdvert.IsZero() || age >= bound || otherMaster {
+		return m.enterBackup(out, ReasonLinkUp, fmt.Sprintf("interface %s up after %v, our last advert %v ago: a peer may have taken over",
+			m.cfg.Interface, roundCause(down), roundCause(age)))
+	}
+	out = m.stopTimers(out)
+	out = m.advertise(out)
+	out = append(out, Action{Kind: ActTakeAddresses})
+	out = m.arm(out, TimerAdvert, m.cfg.AdvertInterval)
+	m.resetTerm()
+	return m.transition(out, StateMaster, ReasonLinkFlap,
+		fmt.Sprintf("interface %s up again after %v, our last advert %v ago: no peer can have timed out yet (they wait at least %v)",
+			m.cfg.Interface, roundCause(down), roundCause(age), bound))
 }
 
 // SetFault demands Fault (cause non-empty, e.g. "tracker apiserver failing:
@@ -424,17 +542,17 @@ func (m *Machine) TimerFired(t Timer, out []Action) []Action {
 		if m.probation {
 			// Nobody took over while we were frozen: carry on.
 			m.probation = false
-		} else if late > frozenAfter*m.cfg.AdvertInterval {
-			// Silent for more than 4 intervals: every Backup has declared
-			// us dead (Master_Down_Interval is under 4 intervals), so
-			// another router may be Master now. Listen for one interval
+		} else if late > m.frozenLate() {
+			// Silent for more than MasterDownAdverts+1 intervals: every
+			// Backup has declared us dead (frozenLate), so another
+			// router may be Master now. Listen for one interval
 			// before speaking. A shorter delay is a busy scheduler, not a
 			// freeze: carry on, or a Backup that never timed out would.
 			m.probation = true
 			m.frozenFor = late
 			return m.arm(out, TimerAdvert, m.cfg.AdvertInterval)
 		}
-		out = append(out, Action{Kind: ActSendAdvert, Priority: m.prio})
+		out = m.advertise(out)
 		return m.arm(out, TimerAdvert, m.cfg.AdvertInterval)
 
 	case t == TimerTakeover && m.state == StateMaster:
@@ -468,6 +586,13 @@ func (m *Machine) masterDownCause(now time.Time) (Reason, string) {
 // ReceiveAdvert handles an advert that Decode accepted, from src, received
 // with the given TTL. A discarded advert returns a DropReason error; the
 // driver counts it.
+//
+// Beyond RFC 5798 section 7.1, one unauthenticated advert may not do more
+// than the protocol needs: priority 0 counts only from the Master we
+// follow, priority 255 only from a configured peer or that Master (unless
+// Config.TrustUnknownMasters), and another address list only from that
+// Master or an address owner, reported (ActAddressMismatch) rather than
+// taken for a VRID collision.
 func (m *Machine) ReceiveAdvert(src netip.Addr, ttl int, adv *Advertisement, out []Action) ([]Action, error) {
 	if err := CheckTTL(ttl); err != nil {
 		return out, err
@@ -481,13 +606,24 @@ func (m *Machine) ReceiveAdvert(src netip.Addr, ttl int, adv *Advertisement, out
 	if src == m.cfg.Primary {
 		return out, DropOwnAdvert
 	}
-	if !m.sameAddresses(adv.Addresses) {
+	followed := m.following(src)
+	mismatch := !m.sameAddresses(adv.Addresses)
+	if mismatch && !followed && !(adv.Priority == 255 && m.trusted(src)) {
 		return out, DropAddressList
+	}
+	if adv.Priority == 255 && !m.trusted(src) {
+		return out, DropUnknownOwner
+	}
+	if adv.Priority == 0 && m.state == StateBackup && !followed && src != m.lowerMaster.Addr {
+		return out, DropZeroNotMaster
 	}
 	if !m.running {
 		return out, nil
 	}
 	now := m.clock.Now()
+	if mismatch {
+		out = m.reportMismatch(out, now, src)
+	}
 	info := MasterInfo{Addr: src, Priority: adv.Priority, Interval: adv.Interval, At: now}
 
 	switch m.state {
@@ -503,14 +639,70 @@ func (m *Machine) ReceiveAdvert(src netip.Addr, ttl int, adv *Advertisement, out
 	return out, nil
 }
 
+// following reports whether src is the Master this Backup follows.
+func (m *Machine) following(src netip.Addr) bool {
+	return m.state == StateBackup && m.master.Addr.IsValid() && src == m.master.Addr
+}
+
+// trusted reports whether an advert from src may claim priority 255 and
+// have its interval learnt at once: from a configured peer, or from the
+// Master we follow or, as Master, followed last. (A Backup that timed out
+// before a slow Master's second advert must learn its interval when it
+// yields to it, or it would time out again after every advert.)
+func (m *Machine) trusted(src netip.Addr) bool {
+	return m.cfg.TrustUnknownMasters || m.master.Addr.IsValid() && src == m.master.Addr || slices.Contains(m.cfg.Peers, src)
+}
+
+// learnt is the Master_Adver_Interval to use for a Master that sent adv: a
+// host that is not trusted yet does not set it from one advert (it could be
+// a forged 40.95s); its next advert, as the Master we follow, does.
+func (m *Machine) learnt(adv MasterInfo) time.Duration {
+	if m.trusted(adv.Addr) {
+		return adv.Interval
+	}
+	return m.cfg.AdvertInterval
+}
+
+// reportMismatch emits ActAddressMismatch for src at most once per
+// Master_Down_Interval, and for at most mismatchSlots peers in that time.
+func (m *Machine) reportMismatch(out []Action, now time.Time, src netip.Addr) []Action {
+	window := m.MasterDownInterval()
+	oldest := 0
+	for i := range m.mismatches {
+		r := &m.mismatches[i]
+		if r.peer == src {
+			if now.Sub(r.at) < window {
+				return out
+			}
+			r.at = now
+			return append(out, Action{Kind: ActAddressMismatch, Peer: src})
+		}
+		if r.at.Before(m.mismatches[oldest].at) {
+			oldest = i
+		}
+	}
+	r := &m.mismatches[oldest]
+	if r.peer.IsValid() && now.Sub(r.at) < window {
+		return out
+	}
+	*r = mismatchReport{peer: src, at: now}
+	return append(out, Action{Kind: ActAddressMismatch, Peer: src})
+}
+
 // backupReceive is RFC 5798 section 6.4.2, with a preempt delay.
 func (m *Machine) backupReceive(out []Action, now time.Time, adv MasterInfo) []Action {
 	if adv.Priority == 0 {
+		// Only ever sooner: a stream of them (forged from the Master's
+		// address) must not push the takeover back.
 		m.released = true
 		m.master.Addr, m.master.Priority, m.master.At = adv.Addr, 0, now
 		m.recheck = false
+		if due := m.deadline[TimerMasterDown]; !due.IsZero() && due.Sub(now) <= m.SkewTime() {
+			return out
+		}
 		return m.arm(out, TimerMasterDown, m.SkewTime())
 	}
+	out = m.checkDownTimer(out, now, adv)
 	m.released = false
 	if m.yieldedTo.IsValid() && adv.Addr != m.yieldedTo {
 		m.yieldedTo = netip.Addr{} // another router is Master now
@@ -531,18 +723,41 @@ func (m *Machine) backupReceive(out []Action, now time.Time, adv MasterInfo) []A
 		m.lowerMaster = adv
 		return out
 	}
+	m.masterAdverInterval = m.learnt(adv)
 	m.master = adv
 	m.lowerMaster = MasterInfo{}
 	m.recheck = false
-	m.masterAdverInterval = adv.Interval
 	return m.arm(out, TimerMasterDown, m.MasterDownInterval())
+}
+
+// checkDownTimer warns when another router became Master after the Master we
+// followed was silent for more than the RFC's 3 intervals but less than our
+// own Master_Down_Interval: with MasterDownAdverts above 3 here, that router
+// seems to wait fewer adverts than we do. (A router that waits more than we
+// do cannot be seen from here; it warns in our place if it runs vipd.)
+func (m *Machine) checkDownTimer(out []Action, now time.Time, adv MasterInfo) []Action {
+	if m.cfg.MasterDownAdverts <= DefaultMasterDownAdverts || m.released ||
+		!m.master.Addr.IsValid() || adv.Addr == m.master.Addr || adv.Addr == m.lowerMaster.Addr {
+		return out
+	}
+	silent := now.Sub(m.master.At)
+	if silent <= DefaultMasterDownAdverts*m.masterAdverInterval || silent >= m.MasterDownInterval() {
+		return out
+	}
+	if !m.lastDownWarn.IsZero() && now.Sub(m.lastDownWarn) < m.MasterDownInterval() {
+		return out
+	}
+	m.lastDownWarn = now
+	return append(out, Action{Kind: ActDownTimerMismatch, Peer: adv.Addr, Detail: fmt.Sprintf(
+		"%v became Master %v after the last advert of %v, before our Master_Down_Interval of %v (master_down_adverts = %d): do all routers of the group use the same master_down_adverts?",
+		adv.Addr, roundCause(silent), m.master.Addr, roundCause(m.MasterDownInterval()), m.cfg.MasterDownAdverts)})
 }
 
 // masterReceive is RFC 5798 section 6.4.3, with recovery from a split brain
 // and from having been frozen.
 func (m *Machine) masterReceive(out []Action, now time.Time, adv MasterInfo) []Action {
 	if !m.probation {
-		if due := m.deadline[TimerAdvert]; !due.IsZero() && now.Sub(due) > frozenAfter*m.cfg.AdvertInterval {
+		if due := m.deadline[TimerAdvert]; !due.IsZero() && now.Sub(due) > m.frozenLate() {
 			// Our advert timer is long overdue: we were frozen and this
 			// advert may come from whoever took over meanwhile.
 			m.probation = true
@@ -560,8 +775,9 @@ func (m *Machine) masterReceive(out []Action, now time.Time, adv MasterInfo) []A
 		return m.enterBackupFrom(out, adv, ReasonFrozen, cause, false)
 	}
 	if adv.Priority == 0 {
-		out = append(out, Action{Kind: ActSendAdvert, Priority: m.prio})
-		return m.arm(out, TimerAdvert, m.cfg.AdvertInterval)
+		// Another Master releases: answer so that the Backups that
+		// followed it hear us before their Skew_Time runs out.
+		return m.answer(out, now)
 	}
 	if adv.Priority > m.prio {
 		return m.enterBackupFrom(out, adv, ReasonHigherMaster,
@@ -576,8 +792,7 @@ func (m *Machine) masterReceive(out []Action, now time.Time, adv MasterInfo) []A
 	}
 	// Two Masters: answer at once so the other yields, and announce again
 	// in case neighbours followed the other one meanwhile.
-	out = append(out, Action{Kind: ActSendAdvert, Priority: m.prio})
-	out = m.arm(out, TimerAdvert, m.cfg.AdvertInterval)
+	out = m.answer(out, now)
 	if m.lastAnnounce.IsZero() || now.Sub(m.lastAnnounce) >= m.MasterDownInterval() {
 		m.lastAnnounce = now
 		out = append(out, Action{Kind: ActAnnounce})
@@ -585,9 +800,27 @@ func (m *Machine) masterReceive(out []Action, now time.Time, adv MasterInfo) []A
 	return out
 }
 
+// answer sends an advert at once, out of turn, at most once per advert
+// interval: the regular advert follows within an interval anyway, and a
+// stream of forged adverts must not make us a reflector.
+func (m *Machine) answer(out []Action, now time.Time) []Action {
+	if !m.lastAnswer.IsZero() && now.Sub(m.lastAnswer) < m.cfg.AdvertInterval {
+		return out
+	}
+	m.lastAnswer = now
+	out = m.advertise(out)
+	return m.arm(out, TimerAdvert, m.cfg.AdvertInterval)
+}
+
+// advertise sends an advert with our priority, as Master.
+func (m *Machine) advertise(out []Action) []Action {
+	m.lastAdvert = m.clock.Now()
+	return append(out, Action{Kind: ActSendAdvert, Priority: m.prio})
+}
+
 func (m *Machine) enterMaster(out []Action, reason Reason, cause string) []Action {
 	out = m.stop(out, TimerMasterDown)
-	out = append(out, Action{Kind: ActSendAdvert, Priority: m.prio})
+	out = m.advertise(out)
 	grace := m.cfg.TakeoverGrace
 	if grace > 0 {
 		out = m.arm(out, TimerTakeover, grace)
@@ -595,9 +828,7 @@ func (m *Machine) enterMaster(out []Action, reason Reason, cause string) []Actio
 		out = append(out, Action{Kind: ActTakeAddresses})
 	}
 	out = m.arm(out, TimerAdvert, m.cfg.AdvertInterval)
-	m.released, m.recheck, m.probation = false, false, false
-	m.lowerSince, m.lowerMaster, m.yieldedTo = time.Time{}, MasterInfo{}, netip.Addr{}
-	m.lastAnnounce = time.Time{}
+	m.resetTerm()
 	if grace > 0 {
 		now := m.clock.Now()
 		m.pending = &Transition{At: now, From: m.state, To: StateMaster, Reason: reason, Cause: cause}
@@ -606,6 +837,13 @@ func (m *Machine) enterMaster(out []Action, reason Reason, cause string) []Actio
 		return out
 	}
 	return m.transition(out, StateMaster, reason, cause)
+}
+
+// resetTerm forgets what the previous term as Backup or Master noted.
+func (m *Machine) resetTerm() {
+	m.released, m.recheck, m.probation = false, false, false
+	m.lowerSince, m.lowerMaster, m.yieldedTo = time.Time{}, MasterInfo{}, netip.Addr{}
+	m.lastAnnounce, m.lastAnswer, m.flapFrom = time.Time{}, time.Time{}, time.Time{}
 }
 
 // flushPending reports a transition to Master held back by the grace.
@@ -629,15 +867,15 @@ func (m *Machine) enterBackupFrom(out []Action, adv MasterInfo, reason Reason, c
 		lastAdvert = false
 	}
 	if lastAdvert {
-		out = append(out, Action{Kind: ActSendAdvert, Priority: m.prio})
+		out = m.advertise(out)
 	}
 	out = m.stop(out, TimerAdvert)
 	out = m.stop(out, TimerTakeover)
 	out = append(out, Action{Kind: ActReleaseAddresses})
+	m.masterAdverInterval = m.learnt(adv) // before m.master: we follow no one yet
 	m.master = adv
 	m.lowerMaster = MasterInfo{}
 	m.lowerSince = time.Time{}
-	m.masterAdverInterval = adv.Interval
 	out = m.arm(out, TimerMasterDown, m.MasterDownInterval())
 	if lostTie {
 		m.state, m.since = m.pending.From, m.prevSince
@@ -655,7 +893,7 @@ func (m *Machine) enterBackup(out []Action, reason Reason, cause string) []Actio
 	m.masterAdverInterval = m.cfg.AdvertInterval
 	m.master, m.lowerMaster = MasterInfo{}, MasterInfo{}
 	m.released, m.recheck, m.probation = false, false, false
-	m.lowerSince = time.Time{}
+	m.lowerSince, m.flapFrom = time.Time{}, time.Time{}
 	out = m.arm(out, TimerMasterDown, m.MasterDownInterval())
 	return m.transition(out, StateBackup, reason, cause)
 }

@@ -2,6 +2,7 @@ package vrrp
 
 import (
 	"fmt"
+	"net/netip"
 	"testing"
 	"time"
 )
@@ -28,7 +29,8 @@ type simNode struct {
 type simPacket struct {
 	at       time.Time
 	seq      int
-	from, to *simNode
+	from, to *simNode // from is nil for a host outside the group
+	src      netip.Addr
 	payload  []byte
 }
 
@@ -46,10 +48,15 @@ type sim struct {
 	dupSince time.Time
 	dupTotal time.Duration
 	onTake   func(*simNode)
+	// drops counts what the routers dropped of injected foreign adverts;
+	// an advert between the routers themselves is never dropped.
+	drops map[DropReason]int
+	// observe, if set, sees every batch of actions before it is applied.
+	observe func(*simNode, []Action) []Action
 }
 
 func newSim(t *testing.T, cfgs ...Config) *sim {
-	s := &sim{t: t, clk: newFakeClock(), latency: 100 * time.Microsecond}
+	s := &sim{t: t, clk: newFakeClock(), latency: 100 * time.Microsecond, drops: map[DropReason]int{}}
 	s.start = s.clk.now
 	for i, cfg := range cfgs {
 		m, err := NewMachine(cfg, s.clk)
@@ -67,6 +74,9 @@ func newSim(t *testing.T, cfgs ...Config) *sim {
 func (s *sim) since() time.Duration { return s.clk.now.Sub(s.start) }
 
 func (s *sim) apply(n *simNode, out []Action) {
+	if s.observe != nil {
+		out = s.observe(n, out)
+	}
 	for _, a := range out {
 		switch a.Kind {
 		case ActSendAdvert:
@@ -82,7 +92,7 @@ func (s *sim) apply(n *simNode, out []Action) {
 			for _, to := range s.nodes {
 				if to != n {
 					s.seq++
-					s.queue = append(s.queue, simPacket{at: s.clk.now.Add(s.latency), seq: s.seq, from: n, to: to, payload: b})
+					s.queue = append(s.queue, simPacket{at: s.clk.now.Add(s.latency), seq: s.seq, from: n, to: to, src: n.cfg.Primary, payload: b})
 				}
 			}
 		case ActTakeAddresses:
@@ -151,7 +161,7 @@ func (s *sim) run(d time.Duration) {
 		if pkt >= 0 {
 			p := s.queue[pkt]
 			s.queue = append(s.queue[:pkt], s.queue[pkt+1:]...)
-			if !p.to.linkUp || !p.from.linkUp {
+			if !p.to.linkUp || p.from != nil && !p.from.linkUp {
 				continue
 			}
 			if p.to.frozen {
@@ -159,10 +169,14 @@ func (s *sim) run(d time.Duration) {
 				continue
 			}
 			var adv Advertisement
-			if err := adv.Decode(p.payload, p.from.cfg.Primary, GroupIPv4); err != nil {
+			if err := adv.Decode(p.payload, p.src, GroupIPv4); err != nil {
 				s.t.Fatalf("decode: %v", err)
 			}
-			out, err := p.to.m.ReceiveAdvert(p.from.cfg.Primary, TTL, &adv, nil)
+			out, err := p.to.m.ReceiveAdvert(p.src, TTL, &adv, nil)
+			if err != nil && p.from == nil {
+				s.drops[err.(DropReason)]++
+				continue
+			}
 			if err != nil {
 				s.t.Fatalf("%s: advert from %s dropped: %v", p.to.name, p.from.name, err)
 			}
@@ -171,6 +185,18 @@ func (s *sim) run(d time.Duration) {
 		}
 		node.deadlines[timer] = time.Time{}
 		s.apply(node, node.m.TimerFired(timer, nil))
+	}
+}
+
+// inject sends adv from src, a host outside the group, to every router.
+func (s *sim) inject(src netip.Addr, adv Advertisement) {
+	b, err := adv.Append(nil, src, GroupIPv4)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for _, to := range s.nodes {
+		s.seq++
+		s.queue = append(s.queue, simPacket{at: s.clk.now.Add(s.latency), seq: s.seq, to: to, src: src, payload: b})
 	}
 }
 
@@ -476,5 +502,151 @@ func TestSimEqualBackupsTakeOnce(t *testing.T) {
 				t.Errorf("r3 took the addresses %v after r1's last advert, want Master_Down_Interval + grace = %v", got, want)
 			}
 		})
+	}
+}
+
+// TestSimOneForeignAdvert is the attack of issue 10 (defect 7): three
+// routers at 200ms adverts, and one advert from a host outside the group
+// with the right address list and the slowest interval there is.
+func TestSimOneForeignAdvert(t *testing.T) {
+	const iv = 200 * time.Millisecond
+	tests := []struct {
+		name     string
+		prio     uint8
+		wantDrop DropReason // 0: accepted
+	}{
+		{"priority 255: dropped, nothing moves", 255, DropUnknownOwner},
+		{"priority 200: one short move at most", 200, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfgs := threeRouters(150, 100, 50)
+			for i := range cfgs {
+				cfgs[i].AdvertInterval = iv
+			}
+			s := newSim(t, cfgs...)
+			s.run(5 * time.Second)
+			r1 := s.nodes[0]
+			s.onlyMaster(r1)
+			moves := len(r1.transitions)
+			attack := s.clk.now
+			s.inject(mustAddr(outsider), Advertisement{VRID: 51, Priority: tt.prio, Interval: MaxAdvertInterval, Addresses: vips()})
+
+			// Within a few Master_Down_Intervals r1 holds the VIP again, and
+			// nobody else ever became Master.
+			s.run(4 * mdi(150, iv))
+			s.onlyMaster(r1)
+			for _, n := range s.nodes[1:] {
+				if _, ok := n.lastTransition(StateMaster); ok {
+					t.Errorf("%s became Master after one foreign advert", n.name)
+				}
+			}
+			if tt.wantDrop != 0 {
+				if s.drops[tt.wantDrop] != len(s.nodes) || len(r1.transitions) != moves {
+					t.Errorf("drops %v, r1 transitions %+v: want the advert dropped everywhere and no move", s.drops, r1.transitions[moves:])
+				}
+			} else {
+				// r1 yields and takes over again after its own
+				// Master_Down_Interval, not one learnt from 40.95s.
+				tr, _ := r1.lastTransition(StateMaster)
+				if got, max := tr.At.Sub(attack), s.latency+mdi(150, iv); tr.At.Before(attack) || got > max {
+					t.Errorf("r1 Master again %v after the advert, want within %v", got, max)
+				}
+			}
+			s.run(2 * time.Minute)
+			s.onlyMaster(r1)
+		})
+	}
+}
+
+// TestSimShortLinkFlaps: five flaps of 300ms at 1s adverts cost only the
+// flaps (issue 11): the Master resumes at link-up, the peers never notice.
+func TestSimShortLinkFlaps(t *testing.T) {
+	s := newSim(t, threeRouters(150, 100, 50)...)
+	s.run(10 * time.Second)
+	r1 := s.nodes[0]
+	s.onlyMaster(r1)
+	for i := range 5 {
+		s.run(time.Duration(700+i*450) * time.Millisecond) // at various phases of the advert timer
+		s.setLink(r1, false)
+		s.run(300 * time.Millisecond)
+		s.setLink(r1, true)
+		s.onlyMaster(r1)
+		tr := r1.transitions[len(r1.transitions)-1]
+		if tr.From != StateFault || tr.To != StateMaster || tr.Reason != ReasonLinkFlap {
+			t.Fatalf("flap %d: r1's last transition %+v, want FAULT->MASTER[link_returned]", i+1, tr)
+		}
+	}
+	s.run(time.Minute)
+	s.onlyMaster(r1)
+	for _, n := range s.nodes[1:] {
+		if _, ok := n.lastTransition(StateMaster); ok {
+			t.Errorf("%s became Master during short flaps", n.name)
+		}
+	}
+}
+
+// TestSimLongLinkFlap: a flap longer than the peers wait is a failover,
+// and the normal rules bring the VIP back (preempt).
+func TestSimLongLinkFlap(t *testing.T) {
+	s := newSim(t, threeRouters(150, 100, 50)...)
+	s.run(10 * time.Second)
+	r1, r2 := s.nodes[0], s.nodes[1]
+	s.setLink(r1, false)
+	s.run(4 * time.Second)
+	s.onlyMaster(r2)
+	s.setLink(r1, true)
+	if tr := r1.transitions[len(r1.transitions)-1]; tr.To != StateBackup || tr.Reason != ReasonLinkUp {
+		t.Fatalf("r1 after a 4s flap: %+v, want FAULT->BACKUP[link_up]", tr)
+	}
+	s.run(time.Minute)
+	s.onlyMaster(r1)
+	if tr, _ := r1.lastTransition(StateMaster); tr.Reason != ReasonPreempt {
+		t.Errorf("r1 came back by %v, want preempt", tr.Reason)
+	}
+}
+
+// TestSimRollingVIPChange is issue 10's defect 4: the VIP list changes on
+// the Master first, then on the Backups. The Backups keep following the
+// Master (and report the mismatch) instead of taking over.
+func TestSimRollingVIPChange(t *testing.T) {
+	s := newSim(t, threeRouters(150, 100, 50)...)
+	s.run(10 * time.Second)
+	r1 := s.nodes[0]
+	s.onlyMaster(r1)
+	mismatches := 0
+	reconfigure := func(n *simNode) {
+		cfg := n.m.Config()
+		cfg.Addresses = []netip.Addr{mustAddr("198.51.100.10"), mustAddr("198.51.100.20")}
+		if err := n.m.Reconfigure(cfg); err != nil {
+			t.Fatal(err)
+		}
+		n.cfg.Addresses = cfg.Addresses
+	}
+	count := func(n *simNode, out []Action) []Action {
+		for _, a := range out {
+			if a.Kind == ActAddressMismatch && a.Peer == r1.cfg.Primary {
+				mismatches++
+			}
+		}
+		return out
+	}
+	reconfigure(r1)
+	s.observe = count
+	s.run(time.Minute)
+	s.onlyMaster(r1)
+	for _, n := range s.nodes[1:] {
+		reconfigure(n)
+	}
+	s.run(time.Minute)
+	s.onlyMaster(r1)
+	for _, n := range s.nodes[1:] {
+		if len(n.transitions) != 1 {
+			t.Errorf("%s changed state during the rolling change: %+v", n.name, n.transitions[1:])
+		}
+	}
+	// Two Backups, one report each per Master_Down_Interval for a minute.
+	if max := 2 * int(time.Minute/mdi(100, time.Second)+1); mismatches == 0 || mismatches > max {
+		t.Errorf("%d mismatch reports, want 1..%d", mismatches, max)
 	}
 }

@@ -77,12 +77,14 @@ const (
 	ReasonShutdown            // the daemon stops
 	ReasonResigned            // an operator drained this router
 	ReasonResumed             // a new daemon process took over the state of the old one
+	ReasonLinkFlap            // the link came back before any peer can have timed out
 	numReasons
 )
 
 var reasonNames = [numReasons]string{
 	"invalid", "startup", "master_down", "master_left", "preempt", "higher_master",
 	"frozen", "link_down", "link_up", "fault", "fault_cleared", "shutdown", "resigned", "resumed",
+	"link_returned",
 }
 
 func (r Reason) String() string {
