@@ -36,14 +36,20 @@ type ForeignAddressError struct {
 }
 
 func (e *ForeignAddressError) Error() string {
+	return fmt.Sprintf("netif: %v on %s %s: not removing an address vipd did not add", e.Prefix, e.Interface, e.Why())
+}
+
+// Why says what tells the address from vipd's, e.g. `has label
+// "eth0:admin", not vipd's "eth0:vip"`.
+func (e *ForeignAddressError) Why() string {
 	label := "no label"
 	if e.Label != "" {
 		label = fmt.Sprintf("label %q", e.Label)
 	}
 	if e.Want != "" {
-		return fmt.Sprintf("netif: %v on %s has %s, not vipd's %q: not removing an address vipd did not add", e.Prefix, e.Interface, label, e.Want)
+		return fmt.Sprintf("has %s, not vipd's %q", label, e.Want)
 	}
-	return fmt.Sprintf("netif: %v on %s has %s, and the interface name leaves no room for vipd's label: not removing an address not known to be vipd's", e.Prefix, e.Interface, label)
+	return fmt.Sprintf("has %s, and the interface name leaves no room for vipd's label (nor does IPv6 have labels): not known to be vipd's", label)
 }
 
 func (e *ForeignAddressError) Unwrap() error { return ErrNotOurs }
