@@ -424,6 +424,13 @@ func serveFake(t *testing.T, opts ...control.ServerOption) string {
 func serveFakeWith(t *testing.T, h control.Handler, opts ...control.ServerOption) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "vipd.sock")
+	serveFakeOn(t, path, h, opts...)
+	return path
+}
+
+// serveFakeOn serves h on path until the test ends.
+func serveFakeOn(t *testing.T, path string, h control.Handler, opts ...control.ServerOption) {
+	t.Helper()
 	srv, err := control.Listen(path, "", slog.New(slog.DiscardHandler), opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -437,5 +444,4 @@ func serveFakeWith(t *testing.T, h control.Handler, opts ...control.ServerOption
 			t.Errorf("serve: %v", err)
 		}
 	})
-	return path
 }
