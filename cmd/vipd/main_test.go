@@ -445,3 +445,15 @@ func serveFakeOn(t *testing.T, path string, h control.Handler, opts ...control.S
 		}
 	})
 }
+
+// What serve gives control.WithDaemonInfo: this binary's start, which a
+// re-exec (same PID) resets because the new binary starts its own clock.
+func TestDaemonInfo(t *testing.T) {
+	d := daemonInfo()
+	if d.Version != version || d.GoVersion != runtime.Version() || d.PID != os.Getpid() || d.Commit != commitString() {
+		t.Errorf("daemonInfo() = %+v", d)
+	}
+	if !d.StartedAt.Equal(processStart) || d.StartedAt.After(time.Now()) {
+		t.Errorf("StartedAt %v, want the process start %v", d.StartedAt, processStart)
+	}
+}
