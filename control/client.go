@@ -28,15 +28,22 @@ type Client struct {
 
 // Status returns the status of every instance.
 func (c *Client) Status(ctx context.Context) ([]InstanceStatus, error) {
-	var sts []InstanceStatus
-	err := c.do(ctx, CmdStatus, nil, 0, &sts)
+	sts, _, err := c.StatusWithDaemon(ctx)
 	return sts, err
+}
+
+// StatusWithDaemon returns the status of every instance and what the
+// daemon says about itself: nil from a daemon that does not say.
+func (c *Client) StatusWithDaemon(ctx context.Context) ([]InstanceStatus, *DaemonInfo, error) {
+	var sts []InstanceStatus
+	resp, err := c.do(ctx, CmdStatus, nil, 0, &sts)
+	return sts, resp.Daemon, err
 }
 
 // History returns the daemon's recent state transitions, oldest first.
 func (c *Client) History(ctx context.Context) ([]Transition, error) {
 	var ts []Transition
-	err := c.do(ctx, CmdHistory, nil, 0, &ts)
+	_, err := c.do(ctx, CmdHistory, nil, 0, &ts)
 	return ts, err
 }
 
@@ -52,7 +59,7 @@ func (c *Client) Drain(ctx context.Context, req DrainRequest) (DrainResult, erro
 		}
 	}
 	var res DrainResult
-	err := c.do(ctx, CmdDrain, req, extra, &res)
+	_, err := c.do(ctx, CmdDrain, req, extra, &res)
 	return res, err
 }
 
@@ -60,7 +67,7 @@ func (c *Client) Drain(ctx context.Context, req DrainRequest) (DrainResult, erro
 // addresses again.
 func (c *Client) Undrain(ctx context.Context, instance string) (DrainResult, error) {
 	var res DrainResult
-	err := c.do(ctx, CmdUndrain, instanceArgs{Instance: instance}, 0, &res)
+	_, err := c.do(ctx, CmdUndrain, instanceArgs{Instance: instance}, 0, &res)
 	return res, err
 }
 
@@ -69,7 +76,7 @@ func (c *Client) Undrain(ctx context.Context, instance string) (DrainResult, err
 // the same problems.
 func (c *Client) Reload(ctx context.Context) (ReloadResult, error) {
 	var res ReloadResult
-	err := c.do(ctx, CmdReload, nil, 0, &res)
+	_, err := c.do(ctx, CmdReload, nil, 0, &res)
 	var e *Error
 	if errors.As(err, &e) && len(res.Problems) == 0 {
 		res.Problems = e.Problems
@@ -77,7 +84,10 @@ func (c *Client) Reload(ctx context.Context) (ReloadResult, error) {
 	return res, err
 }
 
-func (c *Client) do(ctx context.Context, cmd string, args any, extra time.Duration, out any) error {
+// do carries out one exchange, decodes the result into out, and returns the
+// response for what else it carries.
+func (c *Client) do(ctx context.Context, cmd string, args any, extra time.Duration, out any) (Response, error) {
+	var resp Response
 	path := c.Path
 	if path == "" {
 		path = config.DefaultSocket
@@ -99,28 +109,28 @@ func (c *Client) do(ctx context.Context, cmd string, args any, extra time.Durati
 	if args != nil {
 		b, err := json.Marshal(args)
 		if err != nil {
-			return fmt.Errorf("%s: %w", cmd, err)
+			return resp, fmt.Errorf("%s: %w", cmd, err)
 		}
 		req.Args = b
 	}
 	line, err := json.Marshal(req)
 	if err != nil {
-		return fmt.Errorf("%s: %w", cmd, err)
+		return resp, fmt.Errorf("%s: %w", cmd, err)
 	}
 
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
 		if ctx.Err() != nil {
-			return exchangeError(ctx, cmd, path, timeout+extra, err)
+			return resp, exchangeError(ctx, cmd, path, timeout+extra, err)
 		}
-		return dialError(path, err)
+		return resp, dialError(path, err)
 	}
 	defer conn.Close()
 	// The deadline covers the whole exchange; cancelling ctx ends it early.
 	if dl, ok := ctx.Deadline(); ok {
 		if err := conn.SetDeadline(dl); err != nil {
-			return err
+			return resp, err
 		}
 	}
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
@@ -129,7 +139,6 @@ func (c *Client) do(ctx context.Context, cmd string, args any, extra time.Durati
 	_, werr := conn.Write(append(line, '\n'))
 	// A server that refuses at once (busy) may close before our write
 	// lands; its answer is waiting all the same, so read before failing.
-	var resp Response
 	if err := json.NewDecoder(io.LimitReader(conn, maxResponseSize)).Decode(&resp); err != nil {
 		switch {
 		case werr != nil:
@@ -137,11 +146,11 @@ func (c *Client) do(ctx context.Context, cmd string, args any, extra time.Durati
 		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 			err = errors.New("the daemon closed the connection without an answer")
 		}
-		return exchangeError(ctx, cmd, path, timeout+extra, err)
+		return resp, exchangeError(ctx, cmd, path, timeout+extra, err)
 	}
 	if len(resp.Result) > 0 && string(resp.Result) != "null" {
 		if err := json.Unmarshal(resp.Result, out); err != nil {
-			return fmt.Errorf("%s: decoding the answer: %w", cmd, err)
+			return resp, fmt.Errorf("%s: decoding the answer: %w", cmd, err)
 		}
 	}
 	if !resp.OK {
@@ -149,9 +158,9 @@ func (c *Client) do(ctx context.Context, cmd string, args any, extra time.Durati
 		if msg == "" {
 			msg = "refused without a reason"
 		}
-		return &Error{Command: cmd, Message: msg, Problems: resp.Problems}
+		return resp, &Error{Command: cmd, Message: msg, Problems: resp.Problems}
 	}
-	return nil
+	return resp, nil
 }
 
 // exchangeError tells a timeout or a cancellation from a broken exchange.

@@ -46,6 +46,9 @@ type Server struct {
 	// silent client would visibly block others if it could.
 	requestTimeout time.Duration
 
+	// daemon, when set, goes with every status answer.
+	daemon *DaemonInfo
+
 	serving   atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -56,7 +59,7 @@ type Server struct {
 // name or a numeric gid). A missing directory is created 0755. A socket
 // left behind by a crashed daemon is replaced; one that a running daemon
 // listens on is left alone and Listen returns an error wrapping ErrInUse.
-func Listen(path, group string, log *slog.Logger) (*Server, error) {
+func Listen(path, group string, log *slog.Logger, opts ...ServerOption) (*Server, error) {
 	if path == "" {
 		path = config.DefaultSocket
 	}
@@ -78,7 +81,21 @@ func Listen(path, group string, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	log.Debug("control socket listening", "path", path, "group", group)
-	return &Server{log: log, path: path, ln: ln, self: self, requestTimeout: requestTimeout}, nil
+	s := &Server{log: log, path: path, ln: ln, self: self, requestTimeout: requestTimeout}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
+}
+
+// A ServerOption configures Listen.
+type ServerOption func(*Server)
+
+// WithDaemonInfo makes the server answer every status request with info
+// about the daemon beside the instances, so that `vipd status` tells which
+// binary runs and since when.
+func WithDaemonInfo(info DaemonInfo) ServerOption {
+	return func(s *Server) { s.daemon = &info }
 }
 
 // lookupGroup returns the gid of a group name or number; -1 for "", which

@@ -2,8 +2,12 @@ package control
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Commands of the protocol.
@@ -57,6 +61,31 @@ type Response struct {
 	Result   json.RawMessage `json:"result,omitempty"`
 	Error    string          `json:"error,omitempty"`
 	Problems []string        `json:"problems,omitempty"`
+	// Daemon comes with status answers from a server given WithDaemonInfo.
+	Daemon *DaemonInfo `json:"daemon,omitempty"`
+}
+
+// MaxNoteLen bounds a drain note in bytes: a ticket and a name, not a
+// document. Notes reach status output, the log and hook environments.
+const MaxNoteLen = 256
+
+// CheckNote refuses a drain note that is too long, not UTF-8, or holds
+// control characters (NUL, escapes, newlines) or bidirectional overrides,
+// which would reach hook environments and terminals as they are. The
+// server checks every drain; clients may check before sending.
+func CheckNote(note string) error {
+	if len(note) > MaxNoteLen {
+		return fmt.Errorf("note is %d bytes long, more than the limit of %d", len(note), MaxNoteLen)
+	}
+	if !utf8.ValidString(note) {
+		return errors.New("note is not valid UTF-8")
+	}
+	for i, r := range note {
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			return fmt.Errorf("note has control character %U at byte %d: use printable text", r, i)
+		}
+	}
+	return nil
 }
 
 // instanceArgs are the arguments of undrain.

@@ -40,6 +40,35 @@ func (t *table) Flush() {
 	t.buf.Reset()
 }
 
+// RenderDaemon writes the line above a status that says which binary
+// answers, e.g. "running vipd 1.2.0 (commit 3f2a9c1, go1.26.8) since
+// 15:02:05 (3h2m ago), pid 812". The time is when this binary started: a
+// re-exec upgrade keeps the PID.
+func RenderDaemon(w io.Writer, d DaemonInfo, now time.Time) {
+	var build []string
+	if d.Commit != "" {
+		c := d.Commit
+		if len(c) > 12 {
+			c = c[:12]
+		}
+		build = append(build, "commit "+c)
+	}
+	if d.GoVersion != "" {
+		build = append(build, d.GoVersion)
+	}
+	line := "running vipd " + orDash(d.Version)
+	if len(build) > 0 {
+		line += " (" + strings.Join(build, ", ") + ")"
+	}
+	if !d.StartedAt.IsZero() {
+		line += " since " + sinceCell(d.StartedAt, now)
+	}
+	if d.PID > 0 {
+		line += fmt.Sprintf(", pid %d", d.PID)
+	}
+	fmt.Fprintln(w, line)
+}
+
 // RenderStatus writes one line per instance, then a block of details for
 // each instance that has trackers, drops, warnings, a drain or a Master
 // elsewhere. Times are shown in now's location, ages relative to now.

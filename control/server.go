@@ -185,6 +185,9 @@ func (s *Server) handle(ctx context.Context, log *slog.Logger, p peerCred, line 
 		}
 		// Only the kernel's word counts for who asked.
 		args.By = p.String()
+		if err := CheckNote(args.Note); err != nil {
+			return Response{Error: "drain: " + err.Error()}
+		}
 		log.Info("drain requested", "instance", instanceLabel(args.Instance), "wait", args.Wait, "note", args.Note)
 		run = func(ctx context.Context) (any, []string, error) {
 			res, err := h.Drain(ctx, args)
@@ -234,7 +237,11 @@ func (s *Server) handle(ctx context.Context, log *slog.Logger, p peerCred, line 
 	if raw == nil {
 		return Response{Error: "internal error: cannot encode the result (see the daemon's log)"}
 	}
-	return Response{OK: true, Result: raw}
+	resp = Response{OK: true, Result: raw}
+	if req.Command == CmdStatus {
+		resp.Daemon = s.daemon
+	}
+	return resp
 }
 
 func marshalResult(log *slog.Logger, v any) json.RawMessage {

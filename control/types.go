@@ -20,6 +20,19 @@ const (
 	StateFault      State = "FAULT"
 )
 
+// DaemonInfo identifies the running daemon, which after an upgrade may be
+// another binary than the one on disk. The server adds it to every status
+// answer (see WithDaemonInfo).
+type DaemonInfo struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit,omitempty"`
+	GoVersion string `json:"go_version,omitempty"`
+	PID       int    `json:"pid,omitempty"`
+	// StartedAt is when this binary started running: a re-exec upgrade
+	// keeps the PID and starts the clock again.
+	StartedAt time.Time `json:"started_at,omitzero"`
+}
+
 // InstanceStatus is a snapshot of one virtual router on this host.
 type InstanceStatus struct {
 	Name      string `json:"name"`

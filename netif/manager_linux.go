@@ -35,6 +35,11 @@ type Manager struct {
 
 	mu   sync.Mutex
 	vips map[netip.Addr]struct{} // every VIP seen, so Link can leave them out
+	// added are the addresses this Manager added, with the label it gave
+	// them; listed are those given with WithOwned.
+	added  map[OwnedAddr]string
+	listed map[OwnedAddr]struct{}
+	strict bool // see WithOwned
 
 	// closed stops use after Close: a closed netlink.Handle would quietly
 	// open sockets in whatever namespace the calling thread is in.
@@ -60,9 +65,15 @@ func New(log *slog.Logger, opts ...Option) (*Manager, error) {
 		minBackoff: 100 * time.Millisecond,
 		maxBackoff: 5 * time.Second,
 		vips:       make(map[netip.Addr]struct{}),
+		added:      make(map[OwnedAddr]string),
+		listed:     make(map[OwnedAddr]struct{}),
+		strict:     o.strict,
 	}
 	for _, p := range o.vips {
 		m.remember(p)
+	}
+	for _, a := range o.owned {
+		m.listed[OwnedAddr{Interface: a.Interface, Prefix: unmapPrefix(a.Prefix)}] = struct{}{}
 	}
 	if o.hasNS {
 		if !o.ns.IsOpen() {
@@ -189,7 +200,13 @@ func (m *Manager) AddVIP(ifname string, vip netip.Prefix, label string) error {
 	}
 	err = m.h.AddrAdd(l, addr)
 	switch {
-	case err == nil, errors.Is(err, unix.EEXIST):
+	case err == nil:
+		// EEXIST is not ours: the address was there before.
+		m.mu.Lock()
+		m.added[OwnedAddr{Interface: ifname, Prefix: vip}] = label
+		m.mu.Unlock()
+		return nil
+	case errors.Is(err, unix.EEXIST):
 		return nil
 	case errors.Is(err, unix.ENODEV):
 		return fmt.Errorf("netif: adding %v to %s: %w", vip, ifname, ErrNoLink)
@@ -197,8 +214,11 @@ func (m *Manager) AddVIP(ifname string, vip netip.Prefix, label string) error {
 	return fmt.Errorf("netif: adding %v to %s: %w", vip, ifname, err)
 }
 
-// RemoveVIP ensures vip is not configured on the link. A missing address or
-// a missing link counts as success.
+// RemoveVIP ensures vip is not configured on the link, as far as it is
+// vipd's to remove. A missing address or a missing link counts as success.
+// An address equal to vip that vipd did not add (another label; see
+// WithOwned for interfaces that cannot carry vipd's label) stays, and the
+// error, a *ForeignAddressError, names it and matches ErrNotOurs.
 func (m *Manager) RemoveVIP(ifname string, vip netip.Prefix) error {
 	if !vip.IsValid() {
 		return fmt.Errorf("netif: invalid VIP %v", vip)
@@ -212,13 +232,73 @@ func (m *Manager) RemoveVIP(ifname string, vip netip.Prefix) error {
 	if err != nil {
 		return err
 	}
-	// No label in the request: the kernel then matches any label.
-	err = m.h.AddrDel(l, &netlink.Addr{IPNet: ipNet(vip)})
+	addrs, err := m.addrList(l, familyOf(vip))
+	if err != nil {
+		return fmt.Errorf("netif: listing addresses of %s: %w", ifname, err)
+	}
+	for _, a := range addrs {
+		if p, ok := prefixFromIPNet(a.IPNet); !ok || p != vip {
+			continue
+		}
+		if foreign := m.foreign(ifname, vip, a.Label); foreign != nil {
+			return foreign
+		}
+		// With the label in the request the kernel deletes only that
+		// address, not one that replaced it since the listing.
+		del := &netlink.Addr{IPNet: ipNet(vip)}
+		if vip.Addr().Is4() {
+			del.Label = a.Label
+		}
+		err = m.h.AddrDel(l, del)
+		switch {
+		case err == nil, errors.Is(err, unix.EADDRNOTAVAIL), errors.Is(err, unix.ENODEV):
+		default:
+			return fmt.Errorf("netif: removing %v from %s: %w", vip, ifname, err)
+		}
+	}
+	m.mu.Lock()
+	delete(m.added, OwnedAddr{Interface: ifname, Prefix: vip})
+	m.mu.Unlock()
+	return nil
+}
+
+// foreign returns why the address vip with label on ifname is not vipd's
+// to remove, or nil when it is.
+func (m *Manager) foreign(ifname string, vip netip.Prefix, label string) *ForeignAddressError {
+	want := ""
+	if vip.Addr().Is4() {
+		want = vipLabel(ifname)
+	}
+	// The kernel gives an IPv4 address the interface's name when asked for
+	// no label; IPv6 addresses have none.
+	unlabelled := label == "" || label == ifname
+	key := OwnedAddr{Interface: ifname, Prefix: vip}
+	m.mu.Lock()
+	addedLabel, added := m.added[key]
+	_, listed := m.listed[key]
+	m.mu.Unlock()
 	switch {
-	case err == nil, errors.Is(err, unix.EADDRNOTAVAIL), errors.Is(err, unix.ENODEV):
+	case want != "" && label == want:
+		return nil
+	case added && (label == addedLabel || addedLabel == "" && unlabelled):
+		return nil
+	case want == "" && unlabelled && (listed || !m.strict):
+		// No room for vipd's label: an unlabelled address can be vipd's,
+		// and the caller decides how sure it must be (WithOwned).
 		return nil
 	}
-	return fmt.Errorf("netif: removing %v from %s: %w", vip, ifname, err)
+	e := &ForeignAddressError{Interface: ifname, Prefix: vip, Want: want}
+	if !unlabelled {
+		e.Label = label
+	}
+	return e
+}
+
+func familyOf(p netip.Prefix) int {
+	if p.Addr().Is4() {
+		return netlink.FAMILY_V4
+	}
+	return netlink.FAMILY_V6
 }
 
 // HasVIP reports whether vip (address and prefix length) is configured on
@@ -229,11 +309,7 @@ func (m *Manager) HasVIP(ifname string, vip netip.Prefix) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	family := netlink.FAMILY_V6
-	if vip.Addr().Is4() {
-		family = netlink.FAMILY_V4
-	}
-	addrs, err := m.addrList(l, family)
+	addrs, err := m.addrList(l, familyOf(vip))
 	if err != nil {
 		return false, fmt.Errorf("netif: listing addresses of %s: %w", ifname, err)
 	}

@@ -2,6 +2,7 @@ package netif
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"time"
@@ -16,7 +17,42 @@ var (
 	ErrNoAddress = errors.New("netif: no IPv4 address")
 	// ErrUnsupported is returned by New on operating systems without netlink.
 	ErrUnsupported = errors.New("netif: not supported on this operating system")
+	// ErrNotOurs reports an address equal to a VIP that vipd did not add
+	// (an administrator's own, say): RemoveVIP leaves it in place.
+	ErrNotOurs = errors.New("netif: address not added by vipd")
 )
+
+// A ForeignAddressError names an address that RemoveVIP kept because it is
+// not vipd's. It matches ErrNotOurs with errors.Is.
+type ForeignAddressError struct {
+	Interface string
+	Prefix    netip.Prefix
+	// Label is the address's label; "" when it has none (the kernel's
+	// default, the interface name) or is IPv6.
+	Label string
+	// Want is vipd's label on this interface; "" when the name leaves no
+	// room for it.
+	Want string
+}
+
+func (e *ForeignAddressError) Error() string {
+	return fmt.Sprintf("netif: %v on %s %s: not removing an address vipd did not add", e.Prefix, e.Interface, e.Why())
+}
+
+// Why says what tells the address from vipd's, e.g. `has label
+// "eth0:admin", not vipd's "eth0:vip"`.
+func (e *ForeignAddressError) Why() string {
+	label := "no label"
+	if e.Label != "" {
+		label = fmt.Sprintf("label %q", e.Label)
+	}
+	if e.Want != "" {
+		return fmt.Sprintf("has %s, not vipd's %q", label, e.Want)
+	}
+	return fmt.Sprintf("has %s, and the interface name leaves no room for vipd's label (nor does IPv6 have labels): not known to be vipd's", label)
+}
+
+func (e *ForeignAddressError) Unwrap() error { return ErrNotOurs }
 
 // maxLabelLen is the longest IPv4 address label the kernel accepts
 // (IFNAMSIZ-1); longer labels fail with ERANGE.
@@ -101,6 +137,10 @@ type options struct {
 	ns    netns.NsHandle
 	hasNS bool
 	vips  []netip.Prefix
+	owned []OwnedAddr
+	// strict: WithOwned was given, so an unlabelled address is vipd's only
+	// when listed or added by this Manager.
+	strict bool
 }
 
 // WithNamespace binds the Manager to the network namespace ns instead of the
@@ -116,4 +156,26 @@ func WithNamespace(ns netns.NsHandle) Option {
 // previous run left them behind.
 func WithVIPs(vips ...netip.Prefix) Option {
 	return func(o *options) { o.vips = append(o.vips, vips...) }
+}
+
+// An OwnedAddr is an address vipd is known to have added, such as one a
+// daemon recorded in its held file.
+type OwnedAddr struct {
+	Interface string
+	Prefix    netip.Prefix
+}
+
+// WithOwned lists addresses known to be vipd's, for interfaces whose names
+// leave no room for the "<ifname>:vip" label (and for IPv6, which has no
+// labels), where an address's label cannot tell. Without it RemoveVIP
+// takes an unlabelled address there for vipd's: a daemon must not keep a
+// VIP it may have added, or two hosts hold it. With it (even an empty
+// list), only the listed addresses and those this Manager added count,
+// which is what `vipd cleanup` wants. Addresses with vipd's label always
+// count, and addresses with any other label never do.
+func WithOwned(addrs ...OwnedAddr) Option {
+	return func(o *options) {
+		o.strict = true
+		o.owned = append(o.owned, addrs...)
+	}
 }

@@ -4,93 +4,180 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/vipd/vipd/config"
 	"github.com/vipd/vipd/control"
 	"github.com/vipd/vipd/daemon"
 	"github.com/vipd/vipd/netif"
 )
 
-// cmdCleanup removes this host's VIPs from their interfaces: systemd runs it
-// after the daemon stopped (ExecStopPost), so a daemon killed without
-// releasing (SIGKILL, OOM, watchdog) never leaves a second owner behind. It
-// refuses while a daemon answers on the control socket.
-func cmdCleanup(args []string, stdout, stderr io.Writer) int {
-	fs, path := configFlag("cleanup", stderr)
-	if err := fs.Parse(args); err != nil {
-		return 2
+// cleanupProbeTimeout bounds the question "is a daemon running?": a live
+// daemon answers status at once.
+const cleanupProbeTimeout = 2 * time.Second
+
+func (c *cli) cleanupCmd() *cobra.Command {
+	var f socketFlags
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "cleanup [--config FILE] [--socket PATH] [--force]",
+		Short: "remove this host's VIPs after a crash",
+		Long: `Remove the VIPs this host's daemon added, after it stopped without releasing
+them (SIGKILL, OOM, watchdog): systemd runs it after every stop
+(ExecStopPost), so a dead daemon never leaves a second owner behind.
+
+It removes the configuration's VIPs and those the daemon listed as held (in
+held.json beside the control socket), and with a configuration that does not
+load, those in held.json alone. It removes only addresses that carry vipd's
+label, <interface>:vip; an address equal to a VIP with another label, or
+none, is an administrator's and is kept with a warning. An interface whose
+name is longer than 11 characters leaves no room for the label: there an
+unlabelled address is removed only when held.json lists it.
+
+It refuses while a daemon answers on the control socket (that daemon manages
+its addresses), and when it cannot tell whether one does; --force removes
+them all the same.`,
+		Args:              noArgs,
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(*cobra.Command, []string) error {
+			return c.cleanup(f, force)
+		},
 	}
-	cfg, err := config.Load(*path)
-	if err != nil {
-		// A daemon killed while its file was broken must still not leave a
-		// second owner: fall back to the list it kept of what it held.
-		printConfigError(stderr, *path, err)
-		return cleanupHeld(filepath.Join(filepath.Dir(config.DefaultSocket), "held.json"), stdout, stderr)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if _, err := (&control.Client{Path: cfg.Global.Socket, Timeout: 2 * time.Second}).Status(ctx); err == nil {
-		fmt.Fprintf(stderr, "vipd cleanup: a daemon is running (it answers on %s); it manages its addresses itself\n", cfg.Global.Socket)
-		return 1
-	}
-	links, err := netif.New(slog.New(slog.DiscardHandler), netif.WithVIPs(allVIPs(cfg)...))
-	if err != nil {
-		fmt.Fprintf(stderr, "vipd cleanup: %v\n", err)
-		return 1
-	}
-	defer links.Close()
-	code := 0
-	for _, in := range cfg.Instances {
-		for _, v := range in.VIPs {
-			had, err := links.HasVIP(in.Interface, v)
-			if errors.Is(err, netif.ErrNoLink) {
-				continue // no interface, no address
-			}
-			if err == nil && had {
-				err = links.RemoveVIP(in.Interface, v)
-			}
-			switch {
-			case err != nil:
-				fmt.Fprintf(stderr, "vipd cleanup: %s: %s on %s: %v\n", in.Name, v, in.Interface, err)
-				code = 1
-			case had:
-				fmt.Fprintf(stdout, "%s: removed %s from %s\n", in.Name, v, in.Interface)
-			}
-		}
-	}
-	return code
+	f.add(cmd)
+	cmd.Flags().BoolVar(&force, "force", false, "remove the addresses even while a daemon answers on the control socket")
+	return cmd
 }
 
-// cleanupHeld removes the addresses a daemon recorded as held in file.
-func cleanupHeld(file string, stdout, stderr io.Writer) int {
-	held, err := daemon.ReadHeld(file)
-	if errors.Is(err, os.ErrNotExist) {
-		fmt.Fprintf(stderr, "vipd cleanup: the configuration does not load and %s does not exist: nothing known to remove\n", file)
-		return 1
+// cleanupTarget is one address cleanup may remove.
+type cleanupTarget struct {
+	instance string // "" for one known only from the held file
+	ifname   string
+	vip      netip.Prefix
+}
+
+func (c *cli) cleanup(f socketFlags, force bool) error {
+	stdout, stderr := c.stdout, c.stderr
+	cfg, cfgErr := config.Load(f.config)
+	socket := f.socket
+	if socket == "" {
+		socket = config.DefaultSocket
+		if cfgErr == nil {
+			socket = cfg.Global.Socket
+		}
 	}
+	if !force {
+		if err := noDaemonAnswers(socket); err != nil {
+			fmt.Fprintf(stderr, "vipd cleanup: %v; not removing anything (--force removes the addresses all the same)\n", err)
+			return exitError{exitFailure}
+		}
+	}
+
+	// The daemon keeps the list beside its socket (see serve.go's heldFile).
+	heldPath := filepath.Join(filepath.Dir(socket), "held.json")
+	held, heldErr := daemon.ReadHeld(heldPath)
+	if heldErr != nil && !errors.Is(heldErr, os.ErrNotExist) {
+		fmt.Fprintf(stderr, "vipd cleanup: %v\n", heldErr)
+	}
+
+	var targets []cleanupTarget
+	if cfgErr != nil {
+		// A daemon killed while its file was broken must still not leave
+		// a second owner: fall back to the list it kept of what it held.
+		printConfigError(stderr, f.config, cfgErr)
+		if heldErr != nil {
+			fmt.Fprintf(stderr, "vipd cleanup: the configuration does not load and %s cannot be read: nothing known to remove\n", heldPath)
+			return exitError{exitFailure}
+		}
+	} else {
+		for _, in := range cfg.Instances {
+			for _, v := range in.VIPs {
+				targets = append(targets, cleanupTarget{in.Name, in.Interface, v})
+			}
+		}
+	}
+	owned := make([]netif.OwnedAddr, 0, len(held))
+	for _, h := range held {
+		owned = append(owned, netif.OwnedAddr{Interface: h.Interface, Prefix: h.VIP})
+		if !containsTarget(targets, h.Interface, h.VIP) {
+			targets = append(targets, cleanupTarget{"", h.Interface, h.VIP})
+		}
+	}
+
+	vips := make([]netip.Prefix, len(targets))
+	for i, t := range targets {
+		vips[i] = t.vip
+	}
+	// WithOwned: where an interface cannot carry vipd's label, only what
+	// the daemon listed as held is known to be vipd's.
+	opts := append([]netif.Option{netif.WithVIPs(vips...), netif.WithOwned(owned...)}, c.netOpts...)
+	links, err := netif.New(slog.New(slog.DiscardHandler), opts...)
 	if err != nil {
 		fmt.Fprintf(stderr, "vipd cleanup: %v\n", err)
-		return 1
-	}
-	links, err := netif.New(slog.New(slog.DiscardHandler))
-	if err != nil {
-		fmt.Fprintf(stderr, "vipd cleanup: %v\n", err)
-		return 1
+		return exitError{exitFailure}
 	}
 	defer links.Close()
-	code := 0
-	for _, h := range held {
-		if err := links.RemoveVIP(h.Interface, h.VIP); err != nil {
-			fmt.Fprintf(stderr, "vipd cleanup: %s on %s: %v\n", h.VIP, h.Interface, err)
-			code = 1
-			continue
+	failed := false
+	for _, t := range targets {
+		who := t.instance + ": "
+		if t.instance == "" {
+			who = ""
 		}
-		fmt.Fprintf(stdout, "removed %s from %s (from %s)\n", h.VIP, h.Interface, file)
+		had, err := links.HasVIP(t.ifname, t.vip)
+		if errors.Is(err, netif.ErrNoLink) {
+			continue // no interface, no address
+		}
+		if err == nil && had {
+			err = links.RemoveVIP(t.ifname, t.vip)
+		}
+		var foreign *netif.ForeignAddressError
+		switch {
+		case errors.As(err, &foreign):
+			hint := "an address vipd did not add"
+			if foreign.Want == "" {
+				hint = heldPath + " does not list it; if it is a stale VIP, remove it with ip addr del"
+			}
+			fmt.Fprintf(stderr, "vipd cleanup: %swarning: kept %s on %s: it %s (%s)\n", who, t.vip, t.ifname, foreign.Why(), hint)
+		case err != nil:
+			fmt.Fprintf(stderr, "vipd cleanup: %s%s on %s: %v\n", who, t.vip, t.ifname, err)
+			failed = true
+		case had && t.instance == "":
+			fmt.Fprintf(stdout, "removed %s from %s (listed in %s)\n", t.vip, t.ifname, heldPath)
+		case had:
+			fmt.Fprintf(stdout, "%s: removed %s from %s\n", t.instance, t.vip, t.ifname)
+		}
 	}
-	return code
+	if failed {
+		return exitError{exitFailure}
+	}
+	return nil
+}
+
+func containsTarget(ts []cleanupTarget, ifname string, vip netip.Prefix) bool {
+	for _, t := range ts {
+		if t.ifname == ifname && t.vip == vip {
+			return true
+		}
+	}
+	return false
+}
+
+// noDaemonAnswers returns nil when no daemon listens on socket, and why
+// cleanup must not go on otherwise: a daemon answers, or the socket gives
+// no sure answer (permission denied, no answer in time).
+func noDaemonAnswers(socket string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupProbeTimeout)
+	defer cancel()
+	_, err := (&control.Client{Path: socket, Timeout: cleanupProbeTimeout}).Status(ctx)
+	switch {
+	case errors.Is(err, control.ErrNotRunning):
+		return nil
+	case err == nil:
+		return fmt.Errorf("a daemon is running (it answers on %s) and manages its addresses itself", socket)
+	}
+	return fmt.Errorf("cannot tell whether a daemon is running on %s: %v", socket, err)
 }

@@ -5,24 +5,40 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/coreos/go-systemd/v22/journal"
 	"github.com/vipd/vipd/config"
 )
 
-// newLogger logs to w in the configured format. Under systemd the journal
-// stamps every line, so our own timestamps are left out.
+// newLogger logs to w in the configured format (log_format). When w is a
+// stderr that systemd connected to the journal, records go to the journal
+// with their severity instead: natively, with a VIPD_<KEY> field per
+// attribute, or as "<N>"-prefixed lines on the stream when the journal's
+// socket cannot be reached. The journal stamps entries, so our own
+// timestamps are left out there.
 func newLogger(w io.Writer, g config.Global, level slog.Leveler) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level}
-	if os.Getenv("JOURNAL_STREAM") != "" {
-		opts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
-			if len(groups) == 0 && a.Key == slog.TimeKey {
-				return slog.Attr{}
-			}
-			return a
+	format := formatHandler(g.LogFormat)
+	if w == io.Writer(os.Stderr) && stderrIsJournal() {
+		var send journalSender
+		if journal.Enabled() {
+			send = journal.Send
 		}
+		return slog.New(newJournalHandler(send, w, level, format))
 	}
-	var h slog.Handler = slog.NewTextHandler(w, opts)
-	if g.LogFormat == "json" {
-		h = slog.NewJSONHandler(w, opts)
+	return slog.New(format(w, &slog.HandlerOptions{Level: level}))
+}
+
+// formatHandler returns the constructor of the handler for log_format.
+func formatHandler(logFormat string) func(io.Writer, *slog.HandlerOptions) slog.Handler {
+	if logFormat == "json" {
+		return func(w io.Writer, o *slog.HandlerOptions) slog.Handler { return slog.NewJSONHandler(w, o) }
 	}
-	return slog.New(h)
+	return func(w io.Writer, o *slog.HandlerOptions) slog.Handler { return slog.NewTextHandler(w, o) }
+}
+
+// stderrIsJournal tells whether stderr is the stream systemd named in
+// JOURNAL_STREAM, not merely inherited the variable (a shell in a unit
+// whose stderr was redirected).
+func stderrIsJournal() bool {
+	ok, err := journal.StderrIsJournalStream()
+	return err == nil && ok
 }

@@ -428,7 +428,7 @@ func TestCLIControlCommandsErrors(t *testing.T) {
 	none := filepath.Join(t.TempDir(), "none.sock")
 	for _, cmd := range []string{"status", "history", "drain", "undrain", "reload"} {
 		code, out, errOut := opRun(cmd, "--socket", none)
-		if code != 1 || out != "" || !strings.HasPrefix(errOut, "vipd "+cmd+": no daemon answers on "+none) {
+		if code != exitNotRunning || out != "" || !strings.HasPrefix(errOut, "vipd "+cmd+": no daemon answers on "+none) {
 			t.Errorf("%s without a daemon: exit %d, stdout %q, stderr %q", cmd, code, out, errOut)
 		}
 	}
