@@ -1,9 +1,12 @@
 package daemon
 
 import (
+	"errors"
 	"log/slog"
 	"net/netip"
 	"slices"
+
+	"github.com/vipd/vipd/netif"
 )
 
 // addressHolder keeps an instance's virtual addresses on its interface
@@ -20,6 +23,8 @@ type addressHolder struct {
 
 	want []netip.Prefix
 	held bool
+	// kept are foreign addresses equal to a VIP, warned about once.
+	kept map[netip.Prefix]bool
 }
 
 func newAddressHolder(links Links, ifname string, vips []netip.Prefix, log *slog.Logger, changed func(bool, []netip.Prefix)) *addressHolder {
@@ -94,7 +99,21 @@ func (h *addressHolder) reconcile(gone []netip.Prefix) {
 }
 
 func (h *addressHolder) remove(v netip.Prefix) {
-	if err := h.links.RemoveVIP(h.ifname, v); err != nil {
+	err := h.links.RemoveVIP(h.ifname, v)
+	switch {
+	case errors.Is(err, netif.ErrNotOurs):
+		// Someone else's address equal to a VIP (an admin's, another
+		// label): not ours to remove; said once.
+		if !h.kept[v] {
+			if h.kept == nil {
+				h.kept = map[netip.Prefix]bool{}
+			}
+			h.kept[v] = true
+			h.log.Warn("keeping an address equal to a VIP that vipd did not add", "vip", v, "detail", err)
+		}
+	case err != nil:
 		h.log.Error("removing virtual address failed", "vip", v, "error", err)
+	default:
+		delete(h.kept, v)
 	}
 }

@@ -93,7 +93,7 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, level *sl
 
 	// The control socket first: a second daemon with the same socket must
 	// stop here, before it touches any address.
-	ctl, err := control.Listen(cfg.Global.Socket, cfg.Global.SocketGroup, log)
+	ctl, err := control.Listen(cfg.Global.Socket, cfg.Global.SocketGroup, log, control.WithDaemonInfo(daemonInfo()))
 	if err != nil {
 		if errors.Is(err, fs.ErrPermission) {
 			// Restarting will not help: say what to change, and stop
