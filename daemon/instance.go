@@ -332,15 +332,16 @@ func (in *instance) onLinkEvent(ev netif.Event, out []vrrp.Action) []vrrp.Action
 // stop ends the election gracefully, or, detached for a re-exec, just
 // closes the sockets and leaves the addresses to the next process.
 func (in *instance) stop() error {
-	if in.detach {
-		in.close()
-		in.log.Info("detached: the next process takes over")
-		return nil
-	}
-	if in.m != nil {
+	if !in.detach && in.m != nil {
 		in.planned(func() { in.exec(in.m.Shutdown(nil)) })
 		in.awaitHandover()
 	}
+	// The reading goroutines end before their sockets close.
+	in.stopReader()
+	in.stopMonitor()
 	in.close()
+	if in.detach {
+		in.log.Info("detached: the next process takes over")
+	}
 	return nil
 }
