@@ -54,7 +54,8 @@ type Daemon struct {
 	env  Env
 	opts Options
 
-	heldMu    sync.Mutex // serialises writes of Options.HeldFile
+	heldMu    sync.Mutex    // serialises writes of Options.HeldFile
+	heldDirty chan struct{} // the held set changed: rewrite the file
 	reloadMu  sync.Mutex // one reload at a time
 	mu        sync.Mutex // guards cfg, instances, history
 	cfg       *config.Config
@@ -95,7 +96,7 @@ func New(cfg *config.Config, log *slog.Logger, env Env, opts Options) (*Daemon, 
 	if opts.Load == nil {
 		opts.Load = config.Load
 	}
-	d := &Daemon{log: log, env: env, cfg: cfg, opts: opts, fatal: make(chan error, 1)}
+	d := &Daemon{log: log, env: env, cfg: cfg, opts: opts, fatal: make(chan error, 1), heldDirty: make(chan struct{}, 1)}
 	d.restoreHistory(opts.Handover)
 	for _, ic := range cfg.Instances {
 		in := d.newInstance(ic, cfg)
@@ -134,7 +135,7 @@ func (d *Daemon) hooks() instanceHooks {
 			}
 		},
 		trackerCheck: d.opts.OnTrackerCheck,
-		held:         d.writeHeld,
+		held:         d.heldChanged,
 		hookRunners:  &d.hookRunners,
 	}
 }
@@ -190,6 +191,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 		}
 	}()
+
+	// held.json is written on a goroutine of its own: an election loop
+	// must not wait for the disk.
+	heldCtx, stopHeld := context.WithCancel(context.Background())
+	heldDone := make(chan struct{})
+	go func() { defer close(heldDone); d.heldWriter(heldCtx) }()
+	defer func() { stopHeld(); <-heldDone }()
 
 	runCtx, stopAll := context.WithCancel(ctx)
 	defer stopAll()
@@ -296,6 +304,32 @@ func (d *Daemon) find(name string) ([]*running, error) {
 type HeldVIP struct {
 	Interface string       `json:"interface"`
 	VIP       netip.Prefix `json:"vip"`
+}
+
+// heldChanged tells the held file's writer, without waiting.
+func (d *Daemon) heldChanged() {
+	select {
+	case d.heldDirty <- struct{}{}:
+	default: // a rewrite is pending; it will see this change too
+	}
+}
+
+// heldWriter rewrites the held file after each change until ctx ends, and
+// once more then if a change is pending (the last release at a stop).
+func (d *Daemon) heldWriter(ctx context.Context) {
+	for {
+		select {
+		case <-d.heldDirty:
+			d.writeHeld()
+		case <-ctx.Done():
+			select {
+			case <-d.heldDirty:
+				d.writeHeld()
+			default:
+			}
+			return
+		}
+	}
 }
 
 // writeHeld rewrites Options.HeldFile with the addresses held now.

@@ -48,7 +48,8 @@ func runDaemon(configPath string, stderr io.Writer) int {
 	}
 	level := new(slog.LevelVar)
 	level.Set(cfg.Global.LogLevel)
-	log := newLogger(stderr, cfg.Global, level)
+	log, flushLog := newDaemonLogger(stderr, cfg.Global, level)
+	defer flushLog()
 
 	var handover *daemon.Handover
 	if p := os.Getenv(handoverEnv); p != "" {
@@ -67,6 +68,7 @@ func runDaemon(configPath string, stderr io.Writer) int {
 		// Same PID, new binary: systemd and the VIPs see no change.
 		env := append(os.Environ(), handoverEnv+"="+up.file)
 		log.Info("re-executing the new binary", "binary", up.exe)
+		flushLog()
 		err := syscall.Exec(up.exe, os.Args, env)
 		// Only a failed exec returns: carry on in this process.
 		log.Error("re-exec failed; continuing with the running binary", "binary", up.exe, "error", err)
