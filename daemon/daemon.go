@@ -56,8 +56,8 @@ type Daemon struct {
 
 	heldMu    sync.Mutex    // serialises writes of Options.HeldFile
 	heldDirty chan struct{} // the held set changed: rewrite the file
-	reloadMu  sync.Mutex // one reload at a time
-	mu        sync.Mutex // guards cfg, instances, history
+	reloadMu  sync.Mutex    // one reload at a time
+	mu        sync.Mutex    // guards cfg, instances, history
 	cfg       *config.Config
 	instances []*running
 	history   []Transition // a ring: oldest first once full
