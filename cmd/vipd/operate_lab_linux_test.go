@@ -833,8 +833,9 @@ func TestLabOperateUndrainEqualPrioritiesKeepsVIP(t *testing.T) {
 	if s := c.mon.State(); s.OnlyHolder() != 1 {
 		t.Errorf("holders %v after the undrain, want n1 alone", s.Holders)
 	}
-	if moves := c.opVIPMoves(start); strings.Join(moves, " ") != "-n2 +n1" {
-		t.Errorf("the VIP moved %v since the drain, want exactly once, n2 to n1", moves)
+	// Make-before-break: n1 adds the VIP before n2 removes it.
+	if moves := c.opVIPMoves(start); strings.Join(moves, " ") != "+n1 -n2" {
+		t.Errorf("the VIP moved %v since the drain, want exactly once, n2 to n1, n1 first", moves)
 	}
 	if n := c.mon.AdvertsFrom(2, undrained.Add(50*time.Millisecond), time.Now()); n != 0 {
 		t.Errorf("n2 sent %d adverts after its undrain", n)
