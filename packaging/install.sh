@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Installs vipd from a source build the way the packages do (make install):
 #
 #   /usr/sbin/vipd                              from bin/vipd (make build)

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # vipd end to end, under real systemd (make e2e).
 #
 # Boots three Debian 12 containers with systemd as PID 1 (systemd-nspawn
