@@ -338,6 +338,11 @@ lint() {
 					say "the deb and the rpm for $arch carry different files"
 					status=1
 				fi
+				# What the comparison leaves out, each in its own place.
+				dpkg-deb -c "$deb" | grep -q '/usr/share/zsh/vendor-completions/_vipd$' ||
+					{ say "$deb has no zsh completion"; status=1; }
+				rpm -qpl "$rpm" | grep -qx '/usr/share/zsh/site-functions/_vipd' ||
+					{ say "$rpm has no zsh completion"; status=1; }
 			fi
 		fi
 	done
