@@ -509,7 +509,7 @@ if grep -q "instance is drained" <<<"$jw" && ! grep -q "ready: every instance ha
 	pass "journalctl -u vipd -p warning shows the daemon's warning (still drained), without its info lines"
 else
 	printf '%s\n' "$jw" | tail -n 5 >&2
-	fail "journalctl -u vipd -p warning: no 'instance is drained' warning, or info lines in it"
+	fail "journalctl -u vipd -p warning: no 'instance is drained' warning, or info lines in it ($(journal 1 | grep -c 'instance is drained') such warnings in the whole journal)"
 fi
 # The journal by structured field: every line about the instance carries
 # VIPD_INSTANCE.
@@ -518,7 +518,7 @@ jo=$(ct 1 journalctl --no-pager -o cat -u vipd.service VIPD_INSTANCE=no-such-ins
 if grep -q "state changed" <<<"$ji" && [ -z "$jo" ]; then
 	pass "journalctl -u vipd VIPD_INSTANCE=k8s-api returns the instance's lines ($(grep -c . <<<"$ji"))"
 else
-	fail "journalctl -u vipd VIPD_INSTANCE=k8s-api: $(grep -c . <<<"$ji") lines, none saying 'state changed' (or another instance's lines match)"
+	fail "journalctl -u vipd VIPD_INSTANCE=k8s-api: $(grep -c . <<<"$ji") lines, none saying 'state changed' (the whole journal has $(journal 1 | grep -c 'state changed')), or VIPD_INSTANCE=no-such-instance matched $(grep -c . <<<"$jo")"
 fi
 ct 1 vipd undrain >/dev/null 2>&1
 if wait_holder 1 $((${PREEMPT_DELAY%s} + 10)); then
