@@ -31,7 +31,7 @@
 #   SOURCE_DATE_EPOCH file times and man page dates; default the last commit
 set -eu
 
-NFPM=github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+NFPM=github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.48.0
 MD2MAN=github.com/cpuguy83/go-md2man/v2@v2.0.7
 
 here=$(cd "$(dirname "$0")" && pwd)
