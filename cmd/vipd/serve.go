@@ -126,7 +126,7 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, level *sl
 	}
 	upgradeTo := make(chan string, 1)
 	var d *daemon.Daemon
-	m := metrics.New(func() []control.InstanceStatus { return d.StatusReport() })
+	m := metrics.New(func() []control.InstanceStatus { return d.StatusReport() }, metrics.WithBuildInfo(version, commitString()))
 	d, err = daemon.New(cfg, log, env, daemon.Options{
 		OnTransition: func(instance string, tr vrrp.Transition) {
 			if tr.Reason != vrrp.ReasonResumed { // an upgrade is not a move
