@@ -45,6 +45,12 @@ type Global struct {
 	// MetricsListen is the host:port the Prometheus /metrics endpoint listens
 	// on, the host an IP address or empty for every address; "" is off.
 	MetricsListen string
+	// RealtimePriority, 1..99, runs the daemon under the real-time policy
+	// RealtimePolicy ("rr" or "fifo"); 0 (the default) leaves it to the
+	// ordinary scheduler. LockMemory locks its pages in memory (mlockall).
+	RealtimePriority int
+	RealtimePolicy   string
+	LockMemory       bool
 }
 
 // Instance is one virtual router: a VRID on one interface and its VIPs.

@@ -104,6 +104,9 @@ log_level = "debug"
 state_dir = "/var/lib/vipd-test"
 socket_group = "vipd"
 metrics_listen = "[::1]:9650"
+realtime_priority = 10
+realtime_policy = "fifo"
+lock_memory = true
 
 [[instance]]
 name = "k8s-api"
@@ -173,6 +176,7 @@ timeout = "10m"
 				Global: Global{
 					NodeName: "cp-1", Socket: "/run/vipd/test.sock", LogFormat: "json", LogLevel: slog.LevelDebug,
 					StateDir: "/var/lib/vipd-test", SocketGroup: "vipd", MetricsListen: "[::1]:9650",
+					RealtimePriority: 10, RealtimePolicy: "fifo", LockMemory: true,
 				},
 				Instances: []Instance{{
 					Name:           "k8s-api",
@@ -191,15 +195,15 @@ timeout = "10m"
 							Name: "apiserver", Type: "http", Weight: 254, Fall: 100, Rise: 1, Interval: time.Hour, Timeout: 59 * time.Minute,
 							URL: "https://kubernetes:6443/readyz?verbose", OKStatus: []int{200, 401, 599, 100},
 							CAFile: "/etc/kubernetes/pki/ca.crt", CertFile: "/etc/vipd/client.crt", KeyFile: "/etc/vipd/client.key",
-							Line: 30,
+							Line: 33,
 						},
 						{
 							Name: "etcd", Type: "exec", Weight: -254, Fall: 1, Rise: 100, Interval: 100 * time.Millisecond, Timeout: 99 * time.Millisecond,
 							Command: []string{"/usr/local/bin/check-etcd", "--quick", ""},
-							Line:    45,
+							Line:    48,
 						},
-						{Name: "drain", Type: "file", Weight: 0, Fall: 3, Rise: 2, Interval: 2 * time.Second, Timeout: time.Second, Path: "/etc/vipd/drain", Line: 55},
-						{Name: "uplink", Type: "interface", Weight: 0, Fall: 3, Rise: 2, Interval: 2 * time.Second, Timeout: time.Second, Interface: "eth1", Line: 60},
+						{Name: "drain", Type: "file", Weight: 0, Fall: 3, Rise: 2, Interval: 2 * time.Second, Timeout: time.Second, Path: "/etc/vipd/drain", Line: 58},
+						{Name: "uplink", Type: "interface", Weight: 0, Fall: 3, Rise: 2, Interval: 2 * time.Second, Timeout: time.Second, Interface: "eth1", Line: 63},
 					},
 					Notify: Notify{
 						Master:  []string{"/usr/local/bin/on-master", "k8s-api"},
@@ -761,6 +765,14 @@ refresh = "0.5s"
 		}},
 		{"socket_group too long", "[global]\nsocket_group = \"" + strings.Repeat("g", 33) + "\"\n" + base, []string{
 			`vipd.toml:2: global: socket_group "` + strings.Repeat("g", 33) + `" is longer than 32 characters`,
+		}},
+		{"realtime scheduling out of range, unknown policy, policy alone", "[global]\nrealtime_priority = 100\nrealtime_policy = \"idle\"\nlock_memory = \"yes\"\n" + base, []string{
+			`vipd.toml:2: global: realtime_priority 100 out of range 0..99`,
+			`vipd.toml:3: global: realtime_policy "idle" is not one of rr, fifo`,
+			`vipd.toml:4: global: lock_memory must be true or false, not a string`,
+		}},
+		{"realtime_policy without a priority", "[global]\nrealtime_policy = \"fifo\"\n" + base, []string{
+			`vipd.toml:2: global: realtime_policy without realtime_priority (1..99) does nothing: set both or neither`,
 		}},
 		{"metrics_listen: IPv6 without brackets", "[global]\nmetrics_listen = \"::1:9650\"\n" + base, []string{
 			`vipd.toml:2: global: metrics_listen "::1:9650" is not host:port: put an IPv6 address in brackets, as in "[::1]:9650"`,

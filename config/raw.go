@@ -28,6 +28,9 @@ type rawGlobal struct {
 	StateDir      field `toml:"state_dir"`
 	SocketGroup   field `toml:"socket_group"`
 	MetricsListen field `toml:"metrics_listen"`
+	RealtimePrio  field `toml:"realtime_priority"`
+	RealtimePol   field `toml:"realtime_policy"`
+	LockMemory    field `toml:"lock_memory"`
 }
 
 type rawInstance struct {

@@ -158,6 +158,26 @@ func (c *checker) global(r *rawGlobal, hostname func() (string, error)) Global {
 			g.MetricsListen = s
 		}
 	}
+
+	if n, ok := c.integer(r.RealtimePrio, key("realtime_priority")); ok && c.inRange(key("realtime_priority"), n, 0, 99) {
+		g.RealtimePriority = int(n)
+	}
+	if g.RealtimePriority > 0 {
+		g.RealtimePolicy = "rr"
+	}
+	if s, ok := c.str(r.RealtimePol, key("realtime_policy")); ok {
+		switch {
+		case s != "rr" && s != "fifo":
+			c.add(key("realtime_policy"), "realtime_policy %q is not one of rr, fifo", s)
+		case g.RealtimePriority == 0:
+			c.add(key("realtime_policy"), "realtime_policy without realtime_priority (1..99) does nothing: set both or neither")
+		default:
+			g.RealtimePolicy = s
+		}
+	}
+	if b, ok := c.boolean(r.LockMemory, key("lock_memory")); ok {
+		g.LockMemory = b
+	}
 	return g
 }
 

@@ -119,7 +119,7 @@ func (d *Daemon) plan(ctx context.Context, prev, next *config.Config) (*reloadPl
 		}
 		g.LogLevel = prev.Global.LogLevel
 		if g != prev.Global {
-			note("global: node_name, socket, socket_group, state_dir, log_format or metrics_listen changed: they take effect at the next restart")
+			note("global: node_name, socket, socket_group, state_dir, log_format, metrics_listen, realtime_priority, realtime_policy or lock_memory changed: they take effect at the next restart")
 		}
 	}
 	byName := map[string]*running{}

@@ -50,6 +50,7 @@ func runDaemon(configPath string, stderr io.Writer) int {
 	level.Set(cfg.Global.LogLevel)
 	log, flushLog := newDaemonLogger(stderr, cfg.Global, level)
 	defer flushLog()
+	protectFromStarvation(cfg.Global, log)
 
 	var handover *daemon.Handover
 	if p := os.Getenv(handoverEnv); p != "" {
@@ -179,6 +180,7 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, level *sl
 		}
 		return nil
 	})
+	g.Go(func() error { keepRealtime(runCtx, cfg.Global, log); return nil })
 	if interval, ok := notifier.WatchdogInterval(); ok {
 		g.Go(func() error { watchdog(runCtx, d, notifier, interval, log); return nil })
 	}
