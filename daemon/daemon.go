@@ -56,6 +56,7 @@ type Daemon struct {
 
 	heldMu    sync.Mutex    // serialises writes of Options.HeldFile
 	heldDirty chan struct{} // the held set changed: rewrite the file
+	sockets   *socketPool   // the VRRP sockets, one per interface and source
 	reloadMu  sync.Mutex    // one reload at a time
 	mu        sync.Mutex    // guards cfg, instances, history
 	cfg       *config.Config
@@ -97,6 +98,7 @@ func New(cfg *config.Config, log *slog.Logger, env Env, opts Options) (*Daemon, 
 		opts.Load = config.Load
 	}
 	d := &Daemon{log: log, env: env, cfg: cfg, opts: opts, fatal: make(chan error, 1), heldDirty: make(chan struct{}, 1)}
+	d.sockets = newSocketPool(env, log)
 	d.restoreHistory(opts.Handover)
 	for _, ic := range cfg.Instances {
 		in := d.newInstance(ic, cfg)
@@ -107,17 +109,7 @@ func New(cfg *config.Config, log *slog.Logger, env Env, opts Options) (*Daemon, 
 }
 
 func (d *Daemon) newInstance(ic config.Instance, cfg *config.Config) *instance {
-	return newInstance(ic, siblingVRIDs(cfg, ic), cfg.Global.StateDir, d.log, d.env, d.hooks())
-}
-
-func siblingVRIDs(cfg *config.Config, ic config.Instance) []uint8 {
-	var siblings []uint8
-	for _, other := range cfg.Instances {
-		if other.Name != ic.Name && other.Interface == ic.Interface {
-			siblings = append(siblings, other.VRID)
-		}
-	}
-	return siblings
+	return newInstance(ic, d.sockets, cfg.Global.StateDir, d.log, d.env, d.hooks())
 }
 
 // hooks are what instances report to the daemon.

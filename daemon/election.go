@@ -101,7 +101,7 @@ func (in *instance) exec(actions []vrrp.Action) {
 }
 
 func (in *instance) sendAdvert(prio uint8) {
-	if in.conn == nil {
+	if in.sock == nil {
 		return
 	}
 	adv := vrrp.Advertisement{VRID: in.cfg.VRID, Priority: prio, Interval: in.cfg.AdvertInterval}
@@ -116,7 +116,7 @@ func (in *instance) sendAdvert(prio uint8) {
 		var err error
 		in.sendBuf, err = adv.Append(in.sendBuf[:0], in.primary, dst)
 		if err == nil {
-			err = in.conn.WriteTo(in.sendBuf, dst)
+			err = in.sock.WriteTo(in.sendBuf, dst)
 		}
 		if err != nil {
 			in.log.Warn("sending advert failed", "destination", dst, "error", err)
