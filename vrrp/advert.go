@@ -148,8 +148,8 @@ func (a *Advertisement) Decode(b []byte, src, dst netip.Addr) error {
 		return DropLength
 	}
 	// The pseudo-header form first: it is the default of stock peers. An
-	// IPv4 packet whose pseudo-header sums to zero verifies in both forms
-	// and is taken for that one.
+	// IPv4 packet whose pseudo-header adds nothing to the one's-complement
+	// sum verifies in both forms and is taken for that one.
 	body := wordSum(b, 0)
 	form := ChecksumPseudoHeader
 	if fold(pseudoHeaderSum(src, dst, len(b), body)) != 0xffff {
