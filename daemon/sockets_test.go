@@ -82,8 +82,8 @@ func (c *benchConn) ReadFrom(b []byte) (int, transport.PacketInfo, error) {
 	return copy(b, c.pkt), c.info, nil
 }
 func (c *benchConn) WriteTo([]byte, netip.Addr) error { return nil }
-func (c *benchConn) SetReadDeadline(time.Time) error   { return nil }
-func (c *benchConn) Close() error                      { return nil }
+func (c *benchConn) SetReadDeadline(time.Time) error  { return nil }
+func (c *benchConn) Close() error                     { return nil }
 
 // BenchmarkSharedReceive is a Backup's receive path with the shared socket:
 // read, decode once, demultiplex by VRID, hand over, and the election.
