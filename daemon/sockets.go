@@ -167,7 +167,7 @@ func (s *vrrpSocket) deliver(b []byte, info transport.PacketInfo) (overrun *inst
 	switch {
 	case in == nil:
 		s.drop(vrrp.DropVRID, info.Src, &p.adv)
-	case len(in.filter.Load().peers) > 0 && !slices.Contains(in.filter.Load().peers, info.Src):
+	case len(in.filter.Load().peers) > 0 && !slices.Contains(in.filter.Load().peers, info.Src.WithZone("")):
 		in.drop(vrrp.DropNotPeer, info.Src, &p.adv)
 	default:
 		p.src, p.ttl = info.Src, info.TTL

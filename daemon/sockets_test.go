@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -122,4 +123,46 @@ func BenchmarkSharedReceive(b *testing.B) {
 		pool.free(p)
 	}
 	close(conn.stop)
+}
+
+// Issue 13: adverts with the RFC 9568 checksum (no IPv4 pseudo-header) are
+// accepted and shown per peer; the form sent is the instance's setting.
+func TestRFC9568ChecksumBothWays(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lan := &fakeLAN{}
+		ic := testInstance(150)
+		ic.Checksum = vrrp.ChecksumNoPseudoHeader
+		n1 := startCfgNode(t, newFakeHost(lan, "198.51.100.11"), Options{}, ic)
+		// A listener on the LAN decodes what n1 sends.
+		probe := lan.listen(netip.MustParseAddr("198.51.100.99"), new(atomic.Bool), false)
+		time.Sleep(10 * time.Second)
+		peer := netip.MustParseAddr("198.51.100.12")
+		adv, _ := (&vrrp.Advertisement{VRID: 51, Priority: 100, Interval: time.Second, Addresses: []netip.Addr{testVIP.Addr()},
+			Checksum: vrrp.ChecksumNoPseudoHeader}).Append(nil, peer, vrrp.GroupIPv4)
+		lan.inject(adv, peer, vrrp.GroupIPv4, 255)
+		synctest.Wait()
+		st := n1.status("k8s-api")
+		if st.Received != 1 || st.PeerChecksums[peer] != "rfc9568" {
+			t.Errorf("received %d, peer checksums %v; want the RFC 9568 advert accepted and shown", st.Received, st.PeerChecksums)
+		}
+		var got vrrp.Advertisement
+		b := make([]byte, 1500)
+		for {
+			n, info, err := probe.ReadFrom(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Src != netip.MustParseAddr("198.51.100.11") {
+				continue
+			}
+			if err := got.Decode(b[:n], info.Src, info.Dst); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if got.Checksum != vrrp.ChecksumNoPseudoHeader {
+			t.Errorf("n1 sends the %v form, want rfc9568", got.Checksum)
+		}
+		probe.Close()
+	})
 }
