@@ -46,8 +46,10 @@ type Server struct {
 	// silent client would visibly block others if it could.
 	requestTimeout time.Duration
 
-	// daemon, when set, goes with every status answer.
+	// daemon, when set, goes with every status answer; host adds the
+	// host's figures of the moment to it.
 	daemon *DaemonInfo
+	host   func() *HostStat
 
 	serving   atomic.Bool
 	closeOnce sync.Once
@@ -96,6 +98,12 @@ type ServerOption func(*Server)
 // binary runs and since when.
 func WithDaemonInfo(info DaemonInfo) ServerOption {
 	return func(s *Server) { s.daemon = &info }
+}
+
+// WithHostStats adds the host's pressure and CPU steal, read at each
+// status request, to the daemon's info.
+func WithHostStats(f func() *HostStat) ServerOption {
+	return func(s *Server) { s.host = f }
 }
 
 // lookupGroup returns the gid of a group name or number; -1 for "", which

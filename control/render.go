@@ -68,6 +68,9 @@ func RenderDaemon(w io.Writer, d DaemonInfo, now time.Time) {
 		line += fmt.Sprintf(", pid %d", d.PID)
 	}
 	fmt.Fprintln(w, line)
+	if d.Host != nil {
+		fmt.Fprintln(w, "host: "+d.Host.String())
+	}
 }
 
 // RenderStatus writes one line per instance, then a block of details for
@@ -308,8 +311,15 @@ func RenderHistory(w io.Writer, ts []Transition) {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "TIME\tINSTANCE\tTRANSITION\tCAUSE")
 	for _, t := range ts {
+		cause := orDash(t.Cause)
+		if t.TimerLate > 0 {
+			cause += fmt.Sprintf(" [timer %v late]", time.Duration(t.TimerLate).Round(time.Millisecond))
+		}
+		if t.Host != nil {
+			cause += " [" + t.Host.String() + "]"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s -> %s\t%s\n",
-			t.At.Format("2006-01-02 15:04:05.000"), orDash(t.Instance), t.From, t.To, orDash(t.Cause))
+			t.At.Format("2006-01-02 15:04:05.000"), orDash(t.Instance), t.From, t.To, cause)
 	}
 	tw.Flush()
 }

@@ -240,6 +240,11 @@ func (s *Server) handle(ctx context.Context, log *slog.Logger, p peerCred, line 
 	resp = Response{OK: true, Result: raw}
 	if req.Command == CmdStatus {
 		resp.Daemon = s.daemon
+		if s.daemon != nil && s.host != nil {
+			d := *s.daemon
+			d.Host = s.host()
+			resp.Daemon = &d
+		}
 	}
 	return resp
 }

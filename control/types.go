@@ -31,6 +31,8 @@ type DaemonInfo struct {
 	// StartedAt is when this binary started running: a re-exec upgrade
 	// keeps the PID and starts the clock again.
 	StartedAt time.Time `json:"started_at,omitzero"`
+	// Host is the host's pressure and CPU steal now.
+	Host *HostStat `json:"host,omitempty"`
 }
 
 // InstanceStatus is a snapshot of one virtual router on this host.
@@ -121,6 +123,38 @@ type Transition struct {
 	To       State     `json:"to"`
 	Reason   string    `json:"reason"` // a fixed word for scripts, e.g. "master_down"
 	Cause    string    `json:"cause"`  // the same in words, e.g. "no advert from 198.51.100.12 for 3.61s"
+	// TimerLate is how late the timer that made the change fired (a busy
+	// or frozen host): zero when an advert or an event made it.
+	TimerLate Duration `json:"timer_late,omitempty"`
+	// Host is how starved the host was when it happened.
+	Host *HostStat `json:"host,omitempty"`
+}
+
+// HostStat answers "was the host starved?": the kernel's pressure stall
+// information (the share of the last 10 s in which some, or all, tasks
+// waited for CPU, IO or memory) and the CPU time stolen by the hypervisor
+// and spent waiting for IO over the last Span (vmstat's st and wa).
+type HostStat struct {
+	PSI       bool     `json:"psi"` // false: the kernel has no PSI
+	CPUSome   float64  `json:"psi_cpu_some"`
+	IOSome    float64  `json:"psi_io_some"`
+	IOFull    float64  `json:"psi_io_full"`
+	MemSome   float64  `json:"psi_memory_some"`
+	MemFull   float64  `json:"psi_memory_full"`
+	StealPct  float64  `json:"steal_pct"`
+	IOWaitPct float64  `json:"iowait_pct"`
+	Span      Duration `json:"span,omitempty"`
+}
+
+func (h HostStat) String() string {
+	s := "psi not available"
+	if h.PSI {
+		s = fmt.Sprintf("psi cpu %.1f%%, io %.1f/%.1f%%, memory %.1f/%.1f%%", h.CPUSome, h.IOSome, h.IOFull, h.MemSome, h.MemFull)
+	}
+	if h.Span > 0 {
+		s += fmt.Sprintf("; steal %.1f%%, iowait %.1f%% over %v", h.StealPct, h.IOWaitPct, time.Duration(h.Span).Round(time.Millisecond))
+	}
+	return s
 }
 
 // DrainRequest asks instances to give up their addresses.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vipd/vipd/control"
+	"github.com/vipd/vipd/hoststat"
 	"github.com/vipd/vipd/vrrp"
 )
 
@@ -100,7 +101,12 @@ func (d *Daemon) History(context.Context) ([]control.Transition, error) {
 	h := d.transitions()
 	out := make([]control.Transition, 0, len(h))
 	for _, t := range h {
-		out = append(out, toControl(t.Instance, t.Transition))
+		ct := toControl(t.Instance, t.Transition)
+		ct.TimerLate = control.Duration(t.TimerLate)
+		if t.Host != nil {
+			ct.Host = HostStat(*t.Host)
+		}
+		out = append(out, ct)
 	}
 	return out, nil
 }
@@ -235,3 +241,14 @@ func (e *UpgradeRefused) Error() string {
 }
 
 func (e *UpgradeRefused) Unwrap() error { return e.Err }
+
+// HostStat turns a host sample into the control protocol's form.
+func HostStat(s hoststat.Sample) *control.HostStat {
+	h := &control.HostStat{PSI: s.PSI.Available,
+		CPUSome: s.PSI.CPU.Some, IOSome: s.PSI.IO.Some, IOFull: s.PSI.IO.Full,
+		MemSome: s.PSI.Memory.Some, MemFull: s.PSI.Memory.Full}
+	if s.HasCPU {
+		h.StealPct, h.IOWaitPct, h.Span = s.CPU.StealPct, s.CPU.IOWaitPct, control.Duration(s.Span)
+	}
+	return h
+}

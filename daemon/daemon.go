@@ -13,12 +13,17 @@ import (
 	"time"
 
 	"github.com/vipd/vipd/config"
+	"github.com/vipd/vipd/hoststat"
 	"github.com/vipd/vipd/netif"
 	"github.com/vipd/vipd/vrrp"
 )
 
 // historySize is how many transitions `vipd history` keeps.
 const historySize = 256
+
+// hostSampleEvery is how often the host's CPU times are read, so that the
+// steal and iowait recorded with a transition cover the last second.
+const hostSampleEvery = time.Second
 
 // Options are the daemon's hooks into the rest of the program; all optional.
 type Options struct {
@@ -84,6 +89,11 @@ type running struct {
 type Transition struct {
 	Instance string
 	vrrp.Transition
+	// TimerLate is how late the timer that made the change fired.
+	TimerLate time.Duration
+	// Host is the host's pressure and CPU steal at the change; nil when
+	// not read.
+	Host *hoststat.Sample
 }
 
 // New prepares the instances of cfg; Run starts them.
@@ -115,8 +125,8 @@ func (d *Daemon) newInstance(ic config.Instance, cfg *config.Config) *instance {
 // hooks are what instances report to the daemon.
 func (d *Daemon) hooks() instanceHooks {
 	return instanceHooks{
-		transition: func(name string, tr vrrp.Transition) {
-			d.record(name, tr)
+		transition: func(name string, tr vrrp.Transition, late time.Duration) {
+			d.record(name, tr, late)
 			if d.opts.OnTransition != nil {
 				d.opts.OnTransition(name, tr)
 			}
@@ -132,10 +142,19 @@ func (d *Daemon) hooks() instanceHooks {
 	}
 }
 
-func (d *Daemon) record(name string, tr vrrp.Transition) {
+func (d *Daemon) record(name string, tr vrrp.Transition, late time.Duration) {
+	t := Transition{Instance: name, Transition: tr, TimerLate: late}
+	if d.env.HostStats != nil {
+		if s, err := d.env.HostStats(); err == nil {
+			t.Host = &s
+		}
+	}
+	d.appendHistory(t)
+}
+
+func (d *Daemon) appendHistory(t Transition) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	t := Transition{Instance: name, Transition: tr}
 	if len(d.history) < historySize {
 		d.history = append(d.history, t)
 		return
@@ -193,6 +212,22 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 	runCtx, stopAll := context.WithCancel(ctx)
 	defer stopAll()
+	if d.env.HostStats != nil {
+		// A sample a second keeps the steal and iowait a transition
+		// records to the last second, not the time since the last one.
+		go func() {
+			t := time.NewTicker(hostSampleEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-runCtx.Done():
+					return
+				case <-t.C:
+					d.env.HostStats()
+				}
+			}
+		}()
+	}
 	d.mu.Lock()
 	d.runCtx = runCtx
 	for _, r := range d.instances {

@@ -82,11 +82,11 @@ func (in *instance) exec(actions []vrrp.Action) {
 			in.runPolicy(in.policy.Reannounce(in.env.Now(), nil))
 		case vrrp.ActArmTimer:
 			after := a.After
+			in.dueAt[a.Timer] = in.env.Now().Add(after)
 			if a.Timer != vrrp.TimerAdvert {
 				// Go's timers wake through epoll in whole milliseconds and
 				// so fire up to a millisecond late; a takeover should not.
 				// Wake early and wait out the rest (waitUntil).
-				in.dueAt[a.Timer] = in.env.Now().Add(after)
 				after = max(after-timerLead, 0)
 			}
 			in.timers[a.Timer].Reset(after)
@@ -156,7 +156,7 @@ func (in *instance) transition(tr vrrp.Transition) {
 			"vips", in.cfg.VIPs)
 	}
 	if in.hooks.transition != nil {
-		in.hooks.transition(in.id.name, tr)
+		in.hooks.transition(in.id.name, tr, in.late)
 	}
 	in.runHook(tr)
 }

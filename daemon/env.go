@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vipd/vipd/arp"
+	"github.com/vipd/vipd/hoststat"
 	"github.com/vipd/vipd/netif"
 	"github.com/vipd/vipd/transport"
 )
@@ -47,6 +48,9 @@ type Env struct {
 	ListenARP func(ifi *net.Interface) (ARPMonitor, error)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// HostStats reads the host's pressure and CPU steal since its previous
+	// call (hoststat.Sampler.Sample); nil records none.
+	HostStats func() (hoststat.Sample, error)
 }
 
 type clock struct{ now func() time.Time }

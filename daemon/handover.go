@@ -154,9 +154,9 @@ func (d *Daemon) restoreHistory(h *Handover) {
 		return
 	}
 	for _, e := range h.History {
-		d.record(e.Instance, vrrp.Transition{
+		d.appendHistory(Transition{Instance: e.Instance, Transition: vrrp.Transition{
 			At: e.At, From: parseState(e.From), To: parseState(e.To), Reason: parseReason(e.Reason), Cause: e.Cause,
-		})
+		}})
 	}
 }
 

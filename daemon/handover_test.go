@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/vipd/vipd/config"
+	"github.com/vipd/vipd/control"
+	"github.com/vipd/vipd/hoststat"
 	"github.com/vipd/vipd/vrrp"
 )
 
@@ -46,6 +49,42 @@ func TestUpgradeKeepsTrackerState(t *testing.T) {
 		}
 		if next.state() != vrrp.StateMaster {
 			t.Errorf("state %v after the upgrade", next.state())
+		}
+	})
+}
+
+// Issue 11: every transition in the history records how starved the host
+// was (pressure, steal) and how late the timer that made it fired.
+func TestHistoryRecordsHostPressure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lan := &fakeLAN{}
+		h := newFakeHost(lan, "198.51.100.11")
+		env := h.env()
+		sample := hoststat.Sample{PSI: hoststat.PSI{Available: true, CPU: hoststat.Pressure{Some: 42.5}}, HasCPU: true,
+			CPU: hoststat.CPUShare{StealPct: 12.5}, Span: time.Second}
+		env.HostStats = func() (hoststat.Sample, error) { return sample, nil }
+		d, err := New(&config.Config{Instances: []config.Instance{testInstance(150)}}, slog.New(slog.DiscardHandler), env, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- d.Run(ctx) }()
+		time.Sleep(10 * time.Second)
+		hist, _ := d.History(context.Background())
+		cancel()
+		<-done
+		var master *control.Transition
+		for i := range hist {
+			if hist[i].To == control.StateMaster {
+				master = &hist[i]
+			}
+		}
+		if master == nil || master.Host == nil {
+			t.Fatalf("history %+v: no host figures on the takeover", hist)
+		}
+		if !master.Host.PSI || master.Host.CPUSome != 42.5 || master.Host.StealPct != 12.5 {
+			t.Errorf("host figures %+v", master.Host)
 		}
 	})
 }

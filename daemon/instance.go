@@ -85,9 +85,10 @@ type instance struct {
 	timers    [4]*time.Timer // by vrrp.Timer
 	dueAt     [4]time.Time   // when a precise timer is really due
 	policyT   *time.Timer
-	reopen    bool      // a reload changed the transport
-	handover  bool      // the machine's next release is a planned move
-	rx        *received // the advert whose actions run now
+	reopen    bool          // a reload changed the transport
+	handover  bool          // the machine's next release is a planned move
+	rx        *received     // the advert whose actions run now
+	late      time.Duration // how late the timer whose actions run now fired
 
 	// collision is the latest VRID collision in words (dropMu).
 	collision   string
@@ -103,7 +104,7 @@ type instanceID struct {
 
 // instanceHooks report to the daemon; they must not block.
 type instanceHooks struct {
-	transition   func(instance string, tr vrrp.Transition)
+	transition   func(instance string, tr vrrp.Transition, timerLate time.Duration)
 	conflict     func(instance string)
 	trackerCheck func(instance, tracker string, d time.Duration, ok bool)
 	held         func() // the set of held addresses may have changed
@@ -254,13 +255,13 @@ func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
 			in.sockets.free(p)
 			continue
 		case <-in.timers[vrrp.TimerAdvert].C:
-			out = in.m.TimerFired(vrrp.TimerAdvert, out)
+			out = in.timerFired(vrrp.TimerAdvert, out)
 		case <-in.timers[vrrp.TimerMasterDown].C:
 			in.waitUntil(in.dueAt[vrrp.TimerMasterDown])
-			out = in.m.TimerFired(vrrp.TimerMasterDown, out)
+			out = in.timerFired(vrrp.TimerMasterDown, out)
 		case <-in.timers[vrrp.TimerTakeover].C:
 			in.waitUntil(in.dueAt[vrrp.TimerTakeover])
-			out = in.m.TimerFired(vrrp.TimerTakeover, out)
+			out = in.timerFired(vrrp.TimerTakeover, out)
 		case <-in.policyT.C:
 			in.runPolicy(in.policy.Tick(in.env.Now(), nil))
 			continue
@@ -297,7 +298,17 @@ func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
 			return false, fmt.Errorf("reading adverts: %w", err)
 		}
 		in.exec(out)
+		in.late = 0
 	}
+}
+
+// timerFired hands an expired timer to the election, noting how late it
+// fired for the history.
+func (in *instance) timerFired(t vrrp.Timer, out []vrrp.Action) []vrrp.Action {
+	if due := in.dueAt[t]; !due.IsZero() {
+		in.late = max(in.env.Now().Sub(due), 0)
+	}
+	return in.m.TimerFired(t, out)
 }
 
 func (in *instance) onLinkEvent(ev netif.Event, out []vrrp.Action) []vrrp.Action {

@@ -21,6 +21,7 @@ import (
 	"github.com/vipd/vipd/config"
 	"github.com/vipd/vipd/control"
 	"github.com/vipd/vipd/daemon"
+	"github.com/vipd/vipd/hoststat"
 	"github.com/vipd/vipd/metrics"
 	"github.com/vipd/vipd/netif"
 	"github.com/vipd/vipd/systemd"
@@ -96,7 +97,15 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, level *sl
 
 	// The control socket first: a second daemon with the same socket must
 	// stop here, before it touches any address.
-	ctl, err := control.Listen(cfg.Global.Socket, cfg.Global.SocketGroup, log, control.WithDaemonInfo(daemonInfo()))
+	host := hoststat.NewSampler()
+	ctl, err := control.Listen(cfg.Global.Socket, cfg.Global.SocketGroup, log, control.WithDaemonInfo(daemonInfo()),
+		control.WithHostStats(func() *control.HostStat {
+			s, err := host.Sample()
+			if err != nil {
+				return nil
+			}
+			return daemon.HostStat(s)
+		}))
 	if err != nil {
 		if errors.Is(err, fs.ErrPermission) {
 			// Restarting will not help: say what to change, and stop
@@ -124,6 +133,7 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, level *sl
 		ListenARP: func(ifi *net.Interface) (daemon.ARPMonitor, error) {
 			return arp.ListenMonitor(ifi)
 		},
+		HostStats: host.Sample,
 	}
 	upgradeTo := make(chan string, 1)
 	var d *daemon.Daemon
