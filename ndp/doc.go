@@ -19,11 +19,15 @@
 // and is seen.
 //
 // Both work on an AF_PACKET socket (github.com/mdlayher/packet) with the
-// frames built here around messages from github.com/mdlayher/ndp. Sending
-// that way needs no source address the kernel accepts, and receiving that
-// way sees every NDP frame that reaches the interface with its Ethernet
-// source, including advertisements to groups this host never joined, at
-// the cost of a BPF filter that keeps the rest of the IPv6 traffic out.
+// frames built here around messages from github.com/mdlayher/ndp, rather
+// than on an ICMPv6 socket: sending needs no source address the kernel has
+// finished checking, the frames are exactly what tests compare, and every
+// received message comes with its Ethernet source, which an ICMPv6 socket
+// does not give (an advertisement may lack the link-layer option). A
+// packet socket sees what the interface accepts: frames to its MAC, to
+// all nodes and to the groups the host joined (the solicited-node groups
+// of the VIPs it holds). A BPF filter keeps all other IPv6 traffic in the
+// kernel.
 // Dial and ListenMonitor open the sockets and work on Linux only; New and
 // NewMonitor take any net.PacketConn, which is what tests use.
 package ndp
