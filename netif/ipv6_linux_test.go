@@ -403,6 +403,9 @@ func TestDADFailedVIP(t *testing.T) {
 	if st, err := m.VIPState("dada", testVIP6); err != nil || st != AddrReady {
 		t.Errorf("VIPState after AddVIP = %v, %v; want ready", st, err)
 	}
+	// Replaced: gone, then back, ready from the start (no detection).
+	r.waitFor("failed VIP removed", func(ev Event) bool { return ev.Kind == AddrRemoved && ev.Prefix == testVIP6 })
+	r.waitFor("VIP added ready", isAddr(AddrAdded, "dada", isVIP, AddrReady))
 	if got := addrs6Of(t, hA, a, testVIP6); len(got) != 1 || got[0].Flags&unix.IFA_F_NODAD == 0 {
 		t.Errorf("addresses %v, want vipd's", got)
 	}
