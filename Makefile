@@ -35,7 +35,7 @@ bench: deps build
 
 # The tiers that need no root (pure and fakes), run again under the race
 # detector: they hold the election's concurrency.
-RACE_PKGS := ./vrrp/... ./config/... ./control/... ./metrics/... ./systemd/... ./daemon/... ./health/...
+RACE_PKGS := ./vrrp/... ./announce/... ./config/... ./control/... ./metrics/... ./systemd/... ./daemon/... ./health/...
 
 # Every test: pure, fakes, and (as root) the namespace, interop and lab tests.
 test: deps lint

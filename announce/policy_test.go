@@ -243,7 +243,6 @@ func (l *lan) deliver(from string, now time.Time, as []Action) {
 }
 
 func (l *lan) runUntil(from, end time.Time) time.Time {
-	now := from
 	for {
 		var who string
 		var next time.Time
@@ -255,8 +254,7 @@ func (l *lan) runUntil(from, end time.Time) time.Time {
 		if next.IsZero() || next.After(end) {
 			return end
 		}
-		now = next
-		l.deliver(who, now, l.hosts[who].Tick(now, nil))
+		l.deliver(who, next, l.hosts[who].Tick(next, nil))
 	}
 }
 

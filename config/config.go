@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/vipd/vipd/vrrp"
 )
 
 const (
@@ -45,23 +47,50 @@ type Global struct {
 	// MetricsListen is the host:port the Prometheus /metrics endpoint listens
 	// on, the host an IP address or empty for every address; "" is off.
 	MetricsListen string
+	// RealtimePriority, 1..99, runs the daemon under the real-time policy
+	// RealtimePolicy ("rr" or "fifo"); 0 (the default) leaves it to the
+	// ordinary scheduler. LockMemory locks its pages in memory (mlockall).
+	RealtimePriority int
+	RealtimePolicy   string
+	LockMemory       bool
 }
 
 // Instance is one virtual router: a VRID on one interface and its VIPs.
 type Instance struct {
-	Name           string
-	Interface      string
-	VRID           uint8
+	Name      string
+	Interface string
+	VRID      uint8
+	// Priority, Preempt, PreemptDelay and MasterDownAdverts of a follower
+	// are its leader's (it may not set them).
 	Priority       uint8 // 1..254
 	AdvertInterval time.Duration
-	VIPs           []netip.Prefix // IPv4 /32s
-	Preempt        bool
-	PreemptDelay   time.Duration
-	UnicastPeers   []netip.Addr // empty: multicast
-	UnicastSource  netip.Addr   // zero: the interface's primary IPv4 address
-	GARP           GARP
-	Tracks         []Track // in file order; names unique within the instance
-	Notify         Notify
+	// VIPs are IPv4 /32s or IPv6 /128s, never both (IPv6 reports which).
+	VIPs         []netip.Prefix
+	Preempt      bool
+	PreemptDelay time.Duration
+	// UnicastPeers and UnicastSource are of the VIPs' family. A link-local
+	// IPv6 address is kept without its zone, which could only name
+	// Interface.
+	UnicastPeers  []netip.Addr // empty: multicast
+	UnicastSource netip.Addr   // zero: the interface's primary IPv4 address, or its IPv6 link-local address
+	// UnicastMinTTL..UnicastMaxTTL is the TTL (hop limit) range accepted
+	// from unicast peers, 255..255 unless set; a multicast instance
+	// always requires 255.
+	UnicastMinTTL, UnicastMaxTTL uint8
+	// Checksum is the IPv4 checksum form sent (vrrp.ChecksumPseudoHeader,
+	// RFC 5798's, unless set); both are accepted. IPv6 always uses the
+	// pseudo-header.
+	Checksum vrrp.ChecksumForm
+	// Follow names this instance's leader, "" for none: a follower is
+	// Master exactly while its leader (an instance of this file that
+	// follows no one) is, and advertises the leader's effective priority,
+	// so that the two instances' addresses (typically IPv4 and IPv6 of one
+	// service) are always on one host. It has no priority, preemption or
+	// trackers of its own; its advert_interval defaults to the leader's.
+	Follow string
+	GARP   GARP
+	Tracks []Track // in file order; names unique within the instance
+	Notify Notify
 	// SplitBrainRecovery: a Master that hears a lower-priority Master answers
 	// at once and announces again; a Master that yields sends one last advert
 	// so the winner re-announces.
@@ -126,6 +155,12 @@ type GARP struct {
 	Repeat   int           // announcements after each takeover
 	Interval time.Duration // between them
 	Refresh  time.Duration // periodic re-announcement while Master; 0 = off
+}
+
+// IPv6 reports whether the instance's VIPs, and so its adverts, peers and
+// source, are IPv6 (RFC 5798 section 5.2.9: one family per instance).
+func (in Instance) IPv6() bool {
+	return len(in.VIPs) > 0 && in.VIPs[0].Addr().Is6()
 }
 
 // Instance returns the instance with the given name.
@@ -199,6 +234,7 @@ func parse(name string, data []byte, hostname func() (string, error)) (*Config, 
 		c.add("instance", "no [[instance]] defined: vipd needs at least one")
 	}
 	c.acrossInstances(cfg.Instances)
+	c.followers(cfg.Instances, raw.Instance)
 	if err := c.err(); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/vipd/vipd/vrrp"
 )
 
 const testHost = "testhost"
@@ -65,6 +67,8 @@ func defaults(name, ifname string, vrid uint8, vips ...string) Instance {
 
 		SplitBrainRecovery: true,
 		MasterDownAdverts:  3,
+		UnicastMinTTL:      255,
+		UnicastMaxTTL:      255,
 	}
 	for _, v := range vips {
 		in.VIPs = append(in.VIPs, netip.MustParsePrefix(v))
@@ -104,6 +108,9 @@ log_level = "debug"
 state_dir = "/var/lib/vipd-test"
 socket_group = "vipd"
 metrics_listen = "[::1]:9650"
+realtime_priority = 10
+realtime_policy = "fifo"
+lock_memory = true
 
 [[instance]]
 name = "k8s-api"
@@ -119,6 +126,9 @@ unicast_source = "198.51.100.1"
 split_brain_recovery = false
 master_down_adverts = 10
 trust_unknown_masters = true
+unicast_min_ttl = 1
+unicast_max_ttl = 254
+checksum = "rfc9568"
 
 [instance.garp]
 repeat = 100
@@ -173,6 +183,7 @@ timeout = "10m"
 				Global: Global{
 					NodeName: "cp-1", Socket: "/run/vipd/test.sock", LogFormat: "json", LogLevel: slog.LevelDebug,
 					StateDir: "/var/lib/vipd-test", SocketGroup: "vipd", MetricsListen: "[::1]:9650",
+					RealtimePriority: 10, RealtimePolicy: "fifo", LockMemory: true,
 				},
 				Instances: []Instance{{
 					Name:           "k8s-api",
@@ -185,21 +196,24 @@ timeout = "10m"
 					PreemptDelay:   time.Hour,
 					UnicastPeers:   []netip.Addr{netip.MustParseAddr("198.51.100.2"), netip.MustParseAddr("198.51.100.3")},
 					UnicastSource:  netip.MustParseAddr("198.51.100.1"),
+					UnicastMinTTL:  1,
+					UnicastMaxTTL:  254,
+					Checksum:       vrrp.ChecksumNoPseudoHeader,
 					GARP:           GARP{Repeat: 100, Interval: 10 * time.Millisecond, Refresh: time.Second},
 					Tracks: []Track{
 						{
 							Name: "apiserver", Type: "http", Weight: 254, Fall: 100, Rise: 1, Interval: time.Hour, Timeout: 59 * time.Minute,
 							URL: "https://kubernetes:6443/readyz?verbose", OKStatus: []int{200, 401, 599, 100},
 							CAFile: "/etc/kubernetes/pki/ca.crt", CertFile: "/etc/vipd/client.crt", KeyFile: "/etc/vipd/client.key",
-							Line: 30,
+							Line: 36,
 						},
 						{
 							Name: "etcd", Type: "exec", Weight: -254, Fall: 1, Rise: 100, Interval: 100 * time.Millisecond, Timeout: 99 * time.Millisecond,
 							Command: []string{"/usr/local/bin/check-etcd", "--quick", ""},
-							Line:    45,
+							Line:    51,
 						},
-						{Name: "drain", Type: "file", Weight: 0, Fall: 3, Rise: 2, Interval: 2 * time.Second, Timeout: time.Second, Path: "/etc/vipd/drain", Line: 55},
-						{Name: "uplink", Type: "interface", Weight: 0, Fall: 3, Rise: 2, Interval: 2 * time.Second, Timeout: time.Second, Interface: "eth1", Line: 60},
+						{Name: "drain", Type: "file", Weight: 0, Fall: 3, Rise: 2, Interval: 2 * time.Second, Timeout: time.Second, Path: "/etc/vipd/drain", Line: 61},
+						{Name: "uplink", Type: "interface", Weight: 0, Fall: 3, Rise: 2, Interval: 2 * time.Second, Timeout: time.Second, Interface: "eth1", Line: 66},
 					},
 					Notify: Notify{
 						Master:  []string{"/usr/local/bin/on-master", "k8s-api"},
@@ -481,8 +495,8 @@ func TestParseRefusals(t *testing.T) {
 		{"unknown top-level table, reported once", "[globl]\nsocket = \"/run/x.sock\"\nlog_level = \"info\"\n" + base, []string{
 			`vipd.toml:1: unknown key "globl" (did you mean "global"?)`,
 		}},
-		{"unknown sub-table, reported once", base + "[instance.checks]\ntype = \"http\"\nurl = \"x\"\n", []string{
-			`vipd.toml:6: instance "k8s-api": unknown key "checks"`,
+		{"unknown sub-table, reported once", base + "[instance.healthchecks]\ntype = \"http\"\nurl = \"x\"\n", []string{
+			`vipd.toml:6: instance "k8s-api": unknown key "healthchecks"`,
 		}},
 		{"unknown dotted key", base + "grap.repeat = 3\n", []string{
 			`vipd.toml:6: instance "k8s-api": unknown key "grap.repeat" (did you mean "garp.repeat"?)`,
@@ -613,11 +627,9 @@ func TestParseRefusals(t *testing.T) {
 		}},
 
 		// Addresses.
-		{"bad VIPs", strings.Replace(base, `vips = ["192.0.2.10"]`, `vips = ["300.1.1.1", "192.0.2.0/24", "2001:db8::10", "2001:db8::11/128", "::ffff:192.0.2.1", "0.0.0.0", "224.0.0.18", "127.0.0.1", "255.255.255.255", "192.0.2.9/33"]`, 1), []string{
-			`vipd.toml:5: instance "k8s-api": vips: "300.1.1.1" is not an IPv4 address`,
+		{"bad VIPs", strings.Replace(base, `vips = ["192.0.2.10"]`, `vips = ["300.1.1.1", "192.0.2.0/24", "::ffff:192.0.2.1", "0.0.0.0", "224.0.0.18", "127.0.0.1", "255.255.255.255", "192.0.2.9/33"]`, 1), []string{
+			`vipd.toml:5: instance "k8s-api": vips: "300.1.1.1" is not an IPv4 or IPv6 address`,
 			`vipd.toml:5: instance "k8s-api": vips: "192.0.2.0/24": only /32 is accepted (each VIP is added as a host address)`,
-			`vipd.toml:5: instance "k8s-api": vips: "2001:db8::10": IPv6 VIPs are not supported yet`,
-			`vipd.toml:5: instance "k8s-api": vips: "2001:db8::11/128": IPv6 VIPs are not supported yet`,
 			`vipd.toml:5: instance "k8s-api": vips: "::ffff:192.0.2.1" is an IPv4-mapped IPv6 address: write 192.0.2.1`,
 			`vipd.toml:5: instance "k8s-api": vips: "0.0.0.0" is the unspecified address`,
 			`vipd.toml:5: instance "k8s-api": vips: "224.0.0.18" is a multicast address`,
@@ -638,8 +650,8 @@ unicast_peers = ["198.51.100.2", "198.51.100.2", "224.0.0.18", "0.0.0.0", "2001:
 			`vipd.toml:7: instance "k8s-api": unicast_peers: 198.51.100.2 is listed twice`,
 			`vipd.toml:7: instance "k8s-api": unicast_peers: "224.0.0.18" is a multicast address`,
 			`vipd.toml:7: instance "k8s-api": unicast_peers: "0.0.0.0" is the unspecified address`,
-			`vipd.toml:7: instance "k8s-api": unicast_peers: "2001:db8::2": IPv6 unicast peers are not supported yet`,
-			`vipd.toml:7: instance "k8s-api": unicast_peers: "peer-2" is not an IPv4 address`,
+			`vipd.toml:7: instance "k8s-api": unicast_peers: 2001:db8::2 is IPv6, but the instance's VIPs are IPv4: adverts, peers and source are of the VIPs' family`,
+			`vipd.toml:7: instance "k8s-api": unicast_peers: "peer-2" is not an IPv4 or IPv6 address`,
 			`vipd.toml:7: instance "k8s-api": unicast_peers: 192.0.2.10 is one of the VIPs; list the peers' own addresses`,
 		}},
 		{"unicast peer is the source", base + `unicast_source = "198.51.100.1"
@@ -670,7 +682,7 @@ unicast_peers = ["198.51.100.2", "198.51.100.1"]
 
 		// Across instances: at the later one, naming the earlier one's line.
 		{"VRID twice on one interface", base + "\n[[instance]]\nname = \"other\"\ninterface = \"eth0\"\nvrid = 51\nvips = [\"192.0.2.11\"]\n", []string{
-			`vipd.toml:10: instance "other": vrid 51 is already used on eth0 by instance "k8s-api" (line 4)`,
+			`vipd.toml:10: instance "other": vrid 51 is already used for IPv4 on eth0 by instance "k8s-api" (line 4)`,
 		}},
 		{"VIP in two instances", base + "\n[[instance]]\nname = \"other\"\ninterface = \"eth1\"\nvrid = 52\nvips = [\"192.0.2.11\", \"192.0.2.10\"]\n", []string{
 			`vipd.toml:11: instance "other": vips: 192.0.2.10 is already a VIP of instance "k8s-api" (line 5)`,
@@ -700,7 +712,7 @@ log_level = "verbose"
 			`vipd.toml:8: instance "k8s-api": garp.interval "1h" out of range 10ms..1m`,
 		}},
 		{"multi-line array: the key's line", strings.Replace(base, `vips = ["192.0.2.10"]`, "vips = [\n  \"192.0.2.10\",\n  \"192.0.2.300\",\n]", 1), []string{
-			`vipd.toml:5: instance "k8s-api": vips: "192.0.2.300" is not an IPv4 address`,
+			`vipd.toml:5: instance "k8s-api": vips: "192.0.2.300" is not an IPv4 or IPv6 address`,
 		}},
 		{"dotted key in an instance", base + "garp.repeat = 0\n", []string{
 			`vipd.toml:6: instance "k8s-api": garp.repeat 0 out of range 1..100`,
@@ -711,7 +723,7 @@ log_level = "verbose"
    vips = ["192.0.2.2"], garp = {repeat = 0}},
 ]
 `, []string{
-			`vipd.toml:3: instance "b": vrid 1 is already used on eth0 by instance "a" (line 2)`,
+			`vipd.toml:3: instance "b": vrid 1 is already used for IPv4 on eth0 by instance "a" (line 2)`,
 			`vipd.toml:4: instance "b": garp.repeat 0 out of range 1..100`,
 		}},
 		{"third instance, after sub-tables and look-alike strings", base + `[instance.garp]
@@ -761,6 +773,14 @@ refresh = "0.5s"
 		}},
 		{"socket_group too long", "[global]\nsocket_group = \"" + strings.Repeat("g", 33) + "\"\n" + base, []string{
 			`vipd.toml:2: global: socket_group "` + strings.Repeat("g", 33) + `" is longer than 32 characters`,
+		}},
+		{"realtime scheduling out of range, unknown policy, policy alone", "[global]\nrealtime_priority = 100\nrealtime_policy = \"idle\"\nlock_memory = \"yes\"\n" + base, []string{
+			`vipd.toml:2: global: realtime_priority 100 out of range 0..99`,
+			`vipd.toml:3: global: realtime_policy "idle" is not one of rr, fifo`,
+			`vipd.toml:4: global: lock_memory must be true or false, not a string`,
+		}},
+		{"realtime_policy without a priority", "[global]\nrealtime_policy = \"fifo\"\n" + base, []string{
+			`vipd.toml:2: global: realtime_policy without realtime_priority (1..99) does nothing: set both or neither`,
 		}},
 		{"metrics_listen: IPv6 without brackets", "[global]\nmetrics_listen = \"::1:9650\"\n" + base, []string{
 			`vipd.toml:2: global: metrics_listen "::1:9650" is not host:port: put an IPv6 address in brackets, as in "[::1]:9650"`,

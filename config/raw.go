@@ -28,6 +28,9 @@ type rawGlobal struct {
 	StateDir      field `toml:"state_dir"`
 	SocketGroup   field `toml:"socket_group"`
 	MetricsListen field `toml:"metrics_listen"`
+	RealtimePrio  field `toml:"realtime_priority"`
+	RealtimePol   field `toml:"realtime_policy"`
+	LockMemory    field `toml:"lock_memory"`
 }
 
 type rawInstance struct {
@@ -41,6 +44,10 @@ type rawInstance struct {
 	PreemptDelay   field   `toml:"preempt_delay"`
 	UnicastPeers   field   `toml:"unicast_peers"`
 	UnicastSource  field   `toml:"unicast_source"`
+	UnicastMinTTL  field   `toml:"unicast_min_ttl"`
+	UnicastMaxTTL  field   `toml:"unicast_max_ttl"`
+	Checksum       field   `toml:"checksum"`
+	Follow         field   `toml:"follow"`
 	GARP           rawGARP `toml:"garp"`
 
 	SplitBrainRecovery  field      `toml:"split_brain_recovery"`

@@ -73,8 +73,8 @@ func TestReferenceExamples(t *testing.T) {
 	if got.Global.NodeName != "cp-1" {
 		t.Errorf("NodeName = %q, want the example's cp-1", got.Global.NodeName)
 	}
-	if len(got.Instances) != 2 {
-		t.Fatalf("got %d instances, want the example's second one too", len(got.Instances))
+	if len(got.Instances) != 3 {
+		t.Fatalf("got %d instances, want the examples' second and third too", len(got.Instances))
 	}
 	in := got.Instances[0]
 	if len(in.UnicastPeers) == 0 || !in.UnicastSource.IsValid() {
@@ -82,6 +82,9 @@ func TestReferenceExamples(t *testing.T) {
 	}
 	if in.UnicastSource != netip.MustParseAddr("192.0.2.1") {
 		t.Errorf("UnicastSource = %v", in.UnicastSource)
+	}
+	if in.UnicastMinTTL != 255 || in.UnicastMaxTTL != 255 {
+		t.Errorf("TTL range examples not the defaults: %d..%d", in.UnicastMinTTL, in.UnicastMaxTTL)
 	}
 	if got.Global.SocketGroup != "vipd" || got.Global.MetricsListen != "127.0.0.1:9650" {
 		t.Errorf("global examples not used: socket_group %q, metrics_listen %q", got.Global.SocketGroup, got.Global.MetricsListen)
@@ -112,6 +115,11 @@ func TestReferenceExamples(t *testing.T) {
 	// The second instance is the plain example, with no trackers or hooks.
 	if second := got.Instances[1]; len(second.Tracks) != 0 || len(second.Notify.Master) != 0 {
 		t.Errorf("second instance picked up the first's examples: %+v", second)
+	}
+
+	// The third is the dual-stack follower of the first.
+	if third := got.Instances[2]; third.Follow != in.Name || !third.IPv6() || third.VRID != in.VRID || len(third.Tracks) != 0 {
+		t.Errorf("third instance is not an IPv6 follower of %q with its VRID: %+v", in.Name, third)
 	}
 }
 

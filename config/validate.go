@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -158,6 +159,26 @@ func (c *checker) global(r *rawGlobal, hostname func() (string, error)) Global {
 			g.MetricsListen = s
 		}
 	}
+
+	if n, ok := c.integer(r.RealtimePrio, key("realtime_priority")); ok && c.inRange(key("realtime_priority"), n, 0, 99) {
+		g.RealtimePriority = int(n)
+	}
+	if g.RealtimePriority > 0 {
+		g.RealtimePolicy = "rr"
+	}
+	if s, ok := c.str(r.RealtimePol, key("realtime_policy")); ok {
+		switch {
+		case s != "rr" && s != "fifo":
+			c.add(key("realtime_policy"), "realtime_policy %q is not one of rr, fifo", s)
+		case g.RealtimePriority == 0:
+			c.add(key("realtime_policy"), "realtime_policy without realtime_priority (1..99) does nothing: set both or neither")
+		default:
+			g.RealtimePolicy = s
+		}
+	}
+	if b, ok := c.boolean(r.LockMemory, key("lock_memory")); ok {
+		g.LockMemory = b
+	}
 	return g
 }
 
@@ -218,11 +239,21 @@ func (c *checker) instance(i int, r *rawInstance) Instance {
 				c.add(key("vips"), "vips: %s", msg)
 			case vips[p.Addr()]:
 				c.add(key("vips"), "vips: %s is listed twice", p.Addr())
+			case len(in.VIPs) > 0 && p.Addr().Is6() != in.IPv6():
+				c.add(key("vips"), "vips: %s is %s but %s is %s: an instance holds one address family (RFC 5798 section 5.2.9); for dual-stack put the %s VIPs in an instance of their own with follow = %q, which keeps them on the same host as these",
+					p.Addr(), familyName(p.Addr()), in.VIPs[0].Addr(), familyName(in.VIPs[0].Addr()), familyName(p.Addr()), c.nameOr(in.Name))
 			default:
 				vips[p.Addr()] = true
 				in.VIPs = append(in.VIPs, p)
 			}
 		}
+	}
+	// The family of the peers and the source; unknown without a valid VIP.
+	family := func(a netip.Addr) string {
+		if len(in.VIPs) == 0 || a.Is6() == in.IPv6() {
+			return ""
+		}
+		return fmt.Sprintf("%s is %s, but the instance's VIPs are %s: adverts, peers and source are of the VIPs' family", a, familyName(a), familyName(in.VIPs[0].Addr()))
 	}
 
 	if b, ok := c.boolean(r.Preempt, key("preempt")); ok {
@@ -234,7 +265,10 @@ func (c *checker) instance(i int, r *rawInstance) Instance {
 	}
 
 	if s, ok := c.str(r.UnicastSource, key("unicast_source")); ok && s != "" {
-		a, msg := parseUnicast(s, "unicast sources")
+		a, msg := parseUnicast(s, in.Interface)
+		if msg == "" {
+			msg = family(a)
+		}
 		switch {
 		case msg != "":
 			c.add(key("unicast_source"), "unicast_source: %s", msg)
@@ -248,7 +282,10 @@ func (c *checker) instance(i int, r *rawInstance) Instance {
 	if list, ok := c.stringList(r.UnicastPeers, key("unicast_peers")); ok {
 		peers := map[netip.Addr]bool{}
 		for _, s := range list {
-			a, msg := parseUnicast(s, "unicast peers")
+			a, msg := parseUnicast(s, in.Interface)
+			if msg == "" {
+				msg = family(a)
+			}
 			switch {
 			case msg != "":
 				c.add(key("unicast_peers"), "unicast_peers: %s", msg)
@@ -263,6 +300,58 @@ func (c *checker) instance(i int, r *rawInstance) Instance {
 				in.UnicastPeers = append(in.UnicastPeers, a)
 			}
 		}
+	}
+	// RFC 5798 section 5.1.2.1: multicast IPv6 adverts come from the
+	// link-local address, which receivers check.
+	if a := in.UnicastSource; a.Is6() && !a.IsLinkLocalUnicast() && !r.UnicastPeers.set {
+		c.add(key("unicast_source"), "unicast_source %s is not link-local: IPv6 adverts to the multicast group are sent from the interface's link-local address (RFC 5798 section 5.1.2.1); leave unicast_source out, or list unicast_peers", a)
+		in.UnicastSource = netip.Addr{}
+	}
+
+	in.UnicastMinTTL, in.UnicastMaxTTL = vrrp.TTL, vrrp.TTL
+	for _, t := range []struct {
+		f    field
+		name string
+		to   *uint8
+	}{{r.UnicastMinTTL, "unicast_min_ttl", &in.UnicastMinTTL}, {r.UnicastMaxTTL, "unicast_max_ttl", &in.UnicastMaxTTL}} {
+		n, ok := c.integer(t.f, key(t.name))
+		switch {
+		case !ok:
+		case !r.UnicastPeers.set:
+			c.add(key(t.name), "%s applies to unicast peers only: adverts to the multicast group must arrive with TTL 255, proof that they come from the link (RFC 5798 section 7.1); list unicast_peers or leave it out", t.name)
+		case c.inRange(key(t.name), n, 1, vrrp.TTL):
+			*t.to = uint8(n)
+		}
+	}
+	if in.UnicastMinTTL > in.UnicastMaxTTL {
+		at := key("unicast_max_ttl")
+		if !r.UnicastMaxTTL.set {
+			at = key("unicast_min_ttl")
+		}
+		c.add(at, "unicast_min_ttl %d is above unicast_max_ttl %d: no TTL would be accepted", in.UnicastMinTTL, in.UnicastMaxTTL)
+	}
+
+	if s, ok := c.str(r.Checksum, key("checksum")); ok {
+		switch {
+		case in.IPv6():
+			c.add(key("checksum"), "checksum applies to IPv4 instances only: IPv6 adverts always include the pseudo-header (RFC 9568 section 5.2.8); leave it out")
+		case s == vrrp.ChecksumPseudoHeader.String():
+			in.Checksum = vrrp.ChecksumPseudoHeader
+		case s == vrrp.ChecksumNoPseudoHeader.String():
+			in.Checksum = vrrp.ChecksumNoPseudoHeader
+		default:
+			c.add(key("checksum"), "checksum %q is not one of %s (with the IPv4 pseudo-header, as stock keepalived and FRR), %s (without, as Cisco and Juniper)",
+				s, vrrp.ChecksumPseudoHeader, vrrp.ChecksumNoPseudoHeader)
+		}
+	}
+
+	if s, ok := c.checkedStr(r.Follow, key("follow"), func(s string) string {
+		if msg := nameProblem(s); msg != "" {
+			return "follow: " + strings.TrimPrefix(msg, "name ")
+		}
+		return ""
+	}); ok {
+		in.Follow = s
 	}
 
 	garp := func(name string) string { return keyPath(key("garp"), name) }
@@ -298,9 +387,12 @@ func (c *checker) instance(i int, r *rawInstance) Instance {
 // acrossInstances checks what must be unique among instances. Each clash is
 // reported at the later instance and names the line of the earlier one.
 func (c *checker) acrossInstances(ins []Instance) {
+	// IPv4 and IPv6 virtual routers are separate (RFC 5798 section 1):
+	// the two instances of a dual-stack pair may share a VRID.
 	type router struct {
 		ifname string
 		vrid   uint8
+		ipv6   bool
 	}
 	var (
 		names   = map[string]int{}
@@ -317,9 +409,9 @@ func (c *checker) acrossInstances(ins []Instance) {
 			}
 		}
 		if in.Interface != "" && in.VRID != 0 {
-			r := router{in.Interface, in.VRID}
+			r := router{in.Interface, in.VRID, in.IPv6()}
 			if first, ok := routers[r]; ok {
-				c.add(key(i, "vrid"), "vrid %d is already used on %s by %s (line %d)", in.VRID, in.Interface, c.label(first), c.line(key(first, "vrid")))
+				c.add(key(i, "vrid"), "vrid %d is already used for %s on %s by %s (line %d)", in.VRID, familyWord(in.IPv6()), in.Interface, c.label(first), c.line(key(first, "vrid")))
 			} else {
 				routers[r] = i
 			}
@@ -332,6 +424,80 @@ func (c *checker) acrossInstances(ins []Instance) {
 			}
 		}
 	}
+}
+
+// followers checks each follow: the leader exists and follows no one (no
+// chains, so no cycles), and the follower leaves what the leader decides to
+// the leader, whose values it takes.
+func (c *checker) followers(ins []Instance, raws []rawInstance) {
+	key := func(i int, name string) string { return keyPath(elemPath("instance", i), name) }
+	for i := range ins {
+		in := &ins[i]
+		if in.Follow == "" || i >= len(raws) {
+			continue
+		}
+		r := &raws[i]
+		for _, k := range []struct {
+			f    field
+			name string
+		}{{r.Priority, "priority"}, {r.Preempt, "preempt"}, {r.PreemptDelay, "preempt_delay"}, {r.MasterDownAdverts, "master_down_adverts"}} {
+			if k.f.set {
+				c.add(key(i, k.name), "%s is not allowed with follow: a follower takes its leader's (%q)", k.name, in.Follow)
+			}
+		}
+		if len(r.Track) > 0 {
+			c.add(elemPath(key(i, "track"), 0), "[[instance.track]] is not allowed with follow: the trackers of leader %q act for both instances; move them there", in.Follow)
+		}
+		j := slices.IndexFunc(ins, func(l Instance) bool { return l.Name == in.Follow })
+		switch {
+		case j == i:
+			c.add(key(i, "follow"), "follow: an instance cannot follow itself")
+			continue
+		case j < 0:
+			c.add(key(i, "follow"), "follow: no instance is named %q", in.Follow)
+			continue
+		case ins[j].Follow != "":
+			head, cycle := chainHead(ins, j)
+			hint := fmt.Sprintf("let both follow %q", head)
+			if cycle {
+				hint = "the follows form a cycle: remove follow from the instance that should lead"
+			}
+			c.add(key(i, "follow"), "follow: %s follows %q itself (line %d): a leader cannot be a follower; %s",
+				c.label(j), ins[j].Follow, c.line(key(j, "follow")), hint)
+			continue
+		}
+		leader := ins[j]
+		in.Priority, in.Preempt, in.PreemptDelay, in.MasterDownAdverts = leader.Priority, leader.Preempt, leader.PreemptDelay, leader.MasterDownAdverts
+		if !r.AdvertInterval.set {
+			in.AdvertInterval = leader.AdvertInterval
+		}
+	}
+}
+
+// chainHead returns the instance that the chain of follows from j ends at,
+// the one to follow instead, or reports a cycle.
+func chainHead(ins []Instance, j int) (string, bool) {
+	seen := map[int]bool{}
+	for ins[j].Follow != "" {
+		if seen[j] {
+			return "", true
+		}
+		seen[j] = true
+		k := slices.IndexFunc(ins, func(l Instance) bool { return l.Name == ins[j].Follow })
+		if k < 0 {
+			break
+		}
+		j = k
+	}
+	return ins[j].Name, false
+}
+
+// nameOr returns name, or a placeholder for an instance without a valid one.
+func (c *checker) nameOr(name string) string {
+	if name == "" {
+		return "NAME"
+	}
+	return name
 }
 
 // need reports a required key that is missing; the line is its table's.
@@ -495,37 +661,49 @@ func ifnameProblem(s string) string {
 	return ""
 }
 
-// parseIPv4 parses an IPv4 address. Messages quote shown, the text as the
-// user wrote it; kind names the list for the IPv6 message.
-func parseIPv4(s, shown, kind string) (netip.Addr, string) {
+// parseAddr parses an IPv4 or IPv6 address. Messages quote shown, the text
+// as the user wrote it.
+func parseAddr(s, shown string) (netip.Addr, string) {
 	a, err := netip.ParseAddr(s)
 	switch {
 	case err != nil:
-		return netip.Addr{}, fmt.Sprintf("%q is not an IPv4 address", shown)
+		return netip.Addr{}, fmt.Sprintf("%q is not an IPv4 or IPv6 address", shown)
 	case a.Is4In6():
 		return netip.Addr{}, fmt.Sprintf("%q is an IPv4-mapped IPv6 address: write %s", shown, a.Unmap())
-	case a.Is6():
-		return netip.Addr{}, fmt.Sprintf("%q: IPv6 %s are not supported yet", shown, kind)
 	}
 	return a, ""
 }
 
 func isBroadcast(a netip.Addr) bool { return a.Is4() && a.As4() == [4]byte{255, 255, 255, 255} }
 
-// parseVIP parses "192.0.2.10" or "192.0.2.10/32".
+func familyName(a netip.Addr) string { return familyWord(a.Is6()) }
+
+func familyWord(ipv6 bool) string {
+	if ipv6 {
+		return "IPv6"
+	}
+	return "IPv4"
+}
+
+// parseVIP parses "192.0.2.10", "192.0.2.10/32", "2001:db8::10" or
+// "2001:db8::10/128".
 func parseVIP(s string) (netip.Prefix, string) {
 	addr, bits, hasBits := strings.Cut(s, "/")
-	a, msg := parseIPv4(addr, s, "VIPs")
+	a, msg := parseAddr(addr, s)
 	if msg != "" {
 		return netip.Prefix{}, msg
 	}
+	if a.Zone() != "" {
+		return netip.Prefix{}, fmt.Sprintf("%q has a zone: a VIP is not link-local, and its interface is the instance's", s)
+	}
+	host := a.BitLen()
 	if hasBits {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
 			return netip.Prefix{}, fmt.Sprintf("%q: /%s is not a prefix length", s, bits)
 		}
-		if p.Bits() != 32 {
-			return netip.Prefix{}, fmt.Sprintf("%q: only /32 is accepted (each VIP is added as a host address)", s)
+		if p.Bits() != host {
+			return netip.Prefix{}, fmt.Sprintf("%q: only /%d is accepted (each VIP is added as a host address)", s, host)
 		}
 	}
 	switch {
@@ -537,16 +715,24 @@ func parseVIP(s string) (netip.Prefix, string) {
 		return netip.Prefix{}, fmt.Sprintf("%q is a loopback address", s)
 	case isBroadcast(a):
 		return netip.Prefix{}, fmt.Sprintf("%q is the broadcast address", s)
+	case a.Is6() && a.IsLinkLocalUnicast():
+		return netip.Prefix{}, fmt.Sprintf("%q is a link-local address: clients off the link cannot reach it, and the adverts' link-local source must not move; use a global or unique local address", s)
 	}
-	return netip.PrefixFrom(a, 32), ""
+	return netip.PrefixFrom(a, host), ""
 }
 
-// parseUnicast parses a unicast peer or source address.
-func parseUnicast(s, kind string) (netip.Addr, string) {
-	a, msg := parseIPv4(s, s, kind)
+// parseUnicast parses a unicast peer or source address of an instance on
+// interface ifname. An IPv6 link-local address may carry a zone, which must
+// name that interface; it is dropped.
+func parseUnicast(s, ifname string) (netip.Addr, string) {
+	a, msg := parseAddr(s, s)
 	switch {
 	case msg != "":
 		return netip.Addr{}, msg
+	case a.Zone() != "" && !a.IsLinkLocalUnicast():
+		return netip.Addr{}, fmt.Sprintf("%q has a zone, which only a link-local address takes", s)
+	case a.Zone() != "" && ifname != "" && a.Zone() != ifname:
+		return netip.Addr{}, fmt.Sprintf("%q: zone %q is not the instance's interface %q; leave the zone out", s, a.Zone(), ifname)
 	case a.IsUnspecified():
 		return netip.Addr{}, fmt.Sprintf("%q is the unspecified address", s)
 	case a.IsMulticast():
@@ -554,5 +740,5 @@ func parseUnicast(s, kind string) (netip.Addr, string) {
 	case isBroadcast(a):
 		return netip.Addr{}, fmt.Sprintf("%q is the broadcast address", s)
 	}
-	return a, ""
+	return a.WithZone(""), ""
 }

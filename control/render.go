@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -168,7 +169,7 @@ func prefixString(p netip.Prefix) string {
 }
 
 func hasDetails(st InstanceStatus) bool {
-	return len(st.Trackers) > 0 || len(st.Counters.Drops) > 0 || len(st.Warnings) > 0 ||
+	return len(st.Trackers) > 0 || len(st.Counters.Drops) > 0 || len(st.Warnings) > 0 || rfc9568Peers(st) != "" ||
 		st.Drained || len(st.VIPs) > 1 || otherMaster(st) || hasParts(st.Priority)
 }
 
@@ -255,10 +256,26 @@ func renderDetails(w io.Writer, st InstanceStatus, now time.Time) {
 	if len(st.Counters.Drops) > 0 {
 		fmt.Fprintf(tw, "  drops\t%s\n", dropsLine(st.Counters.Drops))
 	}
+	if peers := rfc9568Peers(st); peers != "" {
+		fmt.Fprintf(tw, "  checksum\tRFC 9568 form (no IPv4 pseudo-header) from %s\n", peers)
+	}
 	for _, warn := range st.Warnings {
 		fmt.Fprintf(tw, "  WARNING\t%s\n", warn)
 	}
 	tw.Flush()
+}
+
+// rfc9568Peers lists the peers whose adverts use the RFC 9568 checksum;
+// the RFC 5798 form, everyone's default, goes unsaid.
+func rfc9568Peers(st InstanceStatus) string {
+	var peers []string
+	for a, f := range st.PeerChecksums {
+		if f == "rfc9568" {
+			peers = append(peers, a)
+		}
+	}
+	slices.Sort(peers)
+	return strings.Join(peers, ", ")
 }
 
 // dropsLine lists drop counters, most frequent first.

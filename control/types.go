@@ -59,6 +59,10 @@ type InstanceStatus struct {
 	// Warnings are anomalies worth a person's attention, in words, e.g.
 	// "a second host answers ARP for 192.0.2.10 from 52:54:00:aa:bb:cc".
 	Warnings []string `json:"warnings"`
+	// PeerChecksums is the checksum form each peer's adverts use: rfc5798
+	// (with the IPv4 pseudo-header, keepalived's and FRR's default) or
+	// rfc9568 (without, as Cisco and Juniper send).
+	PeerChecksums map[string]string `json:"peer_checksums,omitempty"`
 }
 
 // Priority explains the priority this host advertises.

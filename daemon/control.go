@@ -44,6 +44,12 @@ func (d *Daemon) StatusReport() []control.InstanceStatus {
 			},
 			Warnings: st.Warnings,
 		}
+		for a, f := range st.PeerChecksums {
+			if cs.PeerChecksums == nil {
+				cs.PeerChecksums = map[string]string{}
+			}
+			cs.PeerChecksums[a.String()] = f
+		}
 		if st.Drained {
 			cs.Priority.Parts = append(cs.Priority.Parts, control.PriorityPart{
 				Tracker: "drain", Contribution: int(st.Priority) - int(st.Base), Detail: "drained by operator",

@@ -54,9 +54,11 @@ type Daemon struct {
 	env  Env
 	opts Options
 
-	heldMu    sync.Mutex // serialises writes of Options.HeldFile
-	reloadMu  sync.Mutex // one reload at a time
-	mu        sync.Mutex // guards cfg, instances, history
+	heldMu    sync.Mutex    // serialises writes of Options.HeldFile
+	heldDirty chan struct{} // the held set changed: rewrite the file
+	sockets   *socketPool   // the VRRP sockets, one per interface and source
+	reloadMu  sync.Mutex    // one reload at a time
+	mu        sync.Mutex    // guards cfg, instances, history
 	cfg       *config.Config
 	instances []*running
 	history   []Transition // a ring: oldest first once full
@@ -95,7 +97,8 @@ func New(cfg *config.Config, log *slog.Logger, env Env, opts Options) (*Daemon, 
 	if opts.Load == nil {
 		opts.Load = config.Load
 	}
-	d := &Daemon{log: log, env: env, cfg: cfg, opts: opts, fatal: make(chan error, 1)}
+	d := &Daemon{log: log, env: env, cfg: cfg, opts: opts, fatal: make(chan error, 1), heldDirty: make(chan struct{}, 1)}
+	d.sockets = newSocketPool(env, log)
 	d.restoreHistory(opts.Handover)
 	for _, ic := range cfg.Instances {
 		in := d.newInstance(ic, cfg)
@@ -106,17 +109,7 @@ func New(cfg *config.Config, log *slog.Logger, env Env, opts Options) (*Daemon, 
 }
 
 func (d *Daemon) newInstance(ic config.Instance, cfg *config.Config) *instance {
-	return newInstance(ic, siblingVRIDs(cfg, ic), cfg.Global.StateDir, d.log, d.env, d.hooks())
-}
-
-func siblingVRIDs(cfg *config.Config, ic config.Instance) []uint8 {
-	var siblings []uint8
-	for _, other := range cfg.Instances {
-		if other.Name != ic.Name && other.Interface == ic.Interface {
-			siblings = append(siblings, other.VRID)
-		}
-	}
-	return siblings
+	return newInstance(ic, d.sockets, cfg.Global.StateDir, d.log, d.env, d.hooks())
 }
 
 // hooks are what instances report to the daemon.
@@ -134,7 +127,7 @@ func (d *Daemon) hooks() instanceHooks {
 			}
 		},
 		trackerCheck: d.opts.OnTrackerCheck,
-		held:         d.writeHeld,
+		held:         d.heldChanged,
 		hookRunners:  &d.hookRunners,
 	}
 }
@@ -190,6 +183,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 		}
 	}()
+
+	// held.json is written on a goroutine of its own: an election loop
+	// must not wait for the disk.
+	heldCtx, stopHeld := context.WithCancel(context.Background())
+	heldDone := make(chan struct{})
+	go func() { defer close(heldDone); d.heldWriter(heldCtx) }()
+	defer func() { stopHeld(); <-heldDone }()
 
 	runCtx, stopAll := context.WithCancel(ctx)
 	defer stopAll()
@@ -296,6 +296,32 @@ func (d *Daemon) find(name string) ([]*running, error) {
 type HeldVIP struct {
 	Interface string       `json:"interface"`
 	VIP       netip.Prefix `json:"vip"`
+}
+
+// heldChanged tells the held file's writer, without waiting.
+func (d *Daemon) heldChanged() {
+	select {
+	case d.heldDirty <- struct{}{}:
+	default: // a rewrite is pending; it will see this change too
+	}
+}
+
+// heldWriter rewrites the held file after each change until ctx ends, and
+// once more then if a change is pending (the last release at a stop).
+func (d *Daemon) heldWriter(ctx context.Context) {
+	for {
+		select {
+		case <-d.heldDirty:
+			d.writeHeld()
+		case <-ctx.Done():
+			select {
+			case <-d.heldDirty:
+				d.writeHeld()
+			default:
+			}
+			return
+		}
+	}
 }
 
 // writeHeld rewrites Options.HeldFile with the addresses held now.

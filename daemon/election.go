@@ -23,6 +23,8 @@ func (in *instance) machineConfig(ic config.Instance) vrrp.Config {
 		SplitBrainRecovery:  ic.SplitBrainRecovery,
 		TakeoverGrace:       takeoverGrace(ic.AdvertInterval),
 		Peers:               ic.UnicastPeers,
+		UnicastMinTTL:       ic.UnicastMinTTL,
+		UnicastMaxTTL:       ic.UnicastMaxTTL,
 		TrustUnknownMasters: ic.TrustUnknownMasters,
 		MasterDownAdverts:   ic.MasterDownAdverts,
 	}
@@ -101,22 +103,25 @@ func (in *instance) exec(actions []vrrp.Action) {
 }
 
 func (in *instance) sendAdvert(prio uint8) {
-	if in.conn == nil {
+	if in.sock == nil {
 		return
 	}
-	adv := vrrp.Advertisement{VRID: in.cfg.VRID, Priority: prio, Interval: in.cfg.AdvertInterval}
+	adv := vrrp.Advertisement{VRID: in.cfg.VRID, Priority: prio, Interval: in.cfg.AdvertInterval, Checksum: in.cfg.Checksum}
 	for _, v := range in.cfg.VIPs {
 		adv.Addresses = append(adv.Addresses, v.Addr())
 	}
 	dsts := in.cfg.UnicastPeers
 	if len(dsts) == 0 {
 		dsts = []netip.Addr{vrrp.GroupIPv4}
+		if in.cfg.IPv6() {
+			dsts = []netip.Addr{vrrp.GroupIPv6}
+		}
 	}
 	for _, dst := range dsts {
 		var err error
 		in.sendBuf, err = adv.Append(in.sendBuf[:0], in.primary, dst)
 		if err == nil {
-			err = in.conn.WriteTo(in.sendBuf, dst)
+			err = in.sock.WriteTo(in.sendBuf, dst)
 		}
 		if err != nil {
 			in.log.Warn("sending advert failed", "destination", dst, "error", err)

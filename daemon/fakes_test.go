@@ -329,3 +329,10 @@ func (a fakeAnnouncer) Probe(vip, from netip.Addr) error {
 }
 
 func (a fakeAnnouncer) Close() error { return nil }
+
+// sockets returns the options of every VRRP socket opened so far.
+func (h *fakeHost) sockets() []transport.Options {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.opened)
+}

@@ -109,6 +109,7 @@ func (h *hookRunner) run(r hookRun) {
 		log.Error("notify hook failed to start", "error", err)
 		return
 	}
+
 	stopKill := context.AfterFunc(ctx, func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 	err := cmd.Wait()
 	stopKill()

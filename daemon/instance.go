@@ -15,7 +15,6 @@ import (
 	"github.com/vipd/vipd/config"
 	"github.com/vipd/vipd/health"
 	"github.com/vipd/vipd/netif"
-	"github.com/vipd/vipd/transport"
 	"github.com/vipd/vipd/vrrp"
 )
 
@@ -30,6 +29,7 @@ type counters struct {
 	garpSent        atomic.Uint64
 	transitions     atomic.Uint64
 	conflicts       atomic.Uint64      // claims of our VIPs by another MAC while Master
+	overruns        atomic.Uint64      // adverts lost because the loop was behind
 	drops           [256]atomic.Uint64 // by vrrp.DropReason
 }
 
@@ -51,7 +51,7 @@ type instance struct {
 	once           sync.Once
 	cmds           chan func() // run on the instance's goroutine
 	stopped        chan struct{}
-	packets        chan received
+	packets        chan *received // from the shared socket; back to its pool after use
 	trackerChanges chan health.Status
 	claims         chan arp.Claim
 	filter         atomic.Pointer[readFilter] // read by the reader goroutine
@@ -75,8 +75,8 @@ type instance struct {
 	drained   bool
 	drainNote string
 	primary   netip.Addr
-	conn      transport.Conn
-	reader    *reader
+	sockets   *socketPool
+	sock      *vrrpSocket // shared with the other instances on the link
 	announcer Announcer
 	monitor   ARPMonitor
 	stopMon   func()
@@ -110,9 +110,10 @@ type instanceHooks struct {
 	hookRunners  *sync.WaitGroup
 }
 
-func newInstance(ic config.Instance, siblings []uint8, stateDir string, log *slog.Logger, env Env, hooks instanceHooks) *instance {
+func newInstance(ic config.Instance, sockets *socketPool, stateDir string, log *slog.Logger, env Env, hooks instanceHooks) *instance {
 	in := &instance{
 		id:             instanceID{name: ic.Name, ifname: ic.Interface, vrid: ic.VRID},
+		sockets:        sockets,
 		hooks:          hooks,
 		stateDir:       stateDir,
 		cmds:           make(chan func(), 4),
@@ -123,11 +124,11 @@ func newInstance(ic config.Instance, siblings []uint8, stateDir string, log *slo
 		links:          make(chan netif.Event, 16),
 		ready:          make(chan struct{}),
 		stopped:        make(chan struct{}),
-		packets:        make(chan received, 64),
+		packets:        make(chan *received, 64),
 		claims:         make(chan arp.Claim, 64),
 		drops:          newDropLog(dropLogPerSource, dropLogPerReason, dropLogWindow),
 	}
-	in.filter.Store(&readFilter{vrid: ic.VRID, siblings: siblings, peers: ic.UnicastPeers})
+	in.filter.Store(&readFilter{peers: ic.UnicastPeers})
 	in.holder = newAddressHolder(env.Links, ic.Interface, ic.VIPs, in.log, in.heldChanged)
 	in.drained, in.drainNote = in.loadDrain()
 	in.pub = published{
@@ -236,36 +237,21 @@ func (in *instance) run(ctx context.Context) error {
 // loop runs the election on an open socket until ctx ends (graceful stop,
 // returns false) or the link disappears (returns true: wait and reopen).
 func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
-	in.startReader()
 	in.startMonitor()
-	defer func() {
-		in.stopReader()
-		in.stopMonitor()
-	}()
+	defer in.stopMonitor()
 	out := make([]vrrp.Action, 0, 16)
 	for {
 		out = out[:0]
-		var readErr <-chan error
-		if in.reader != nil {
-			readErr = in.reader.done
+		var failed <-chan struct{}
+		if in.sock != nil {
+			failed = in.sock.failed
 		}
 		select {
 		case <-ctx.Done():
 			return false, in.stop()
 		case p := <-in.packets:
-			var err error
-			out, err = in.m.ReceiveAdvert(p.src, p.ttl, &p.adv, out)
-			if err != nil {
-				in.drop(err, p.src, &p.adv)
-				continue
-			}
-			in.counters.advertsReceived.Add(1)
-			if p.adv.Priority > 0 {
-				in.successorHeard(p.src)
-			}
-			in.rx = &p
-			in.exec(out)
-			in.rx = nil
+			in.receive(p, out)
+			in.sockets.free(p)
 			continue
 		case <-in.timers[vrrp.TimerAdvert].C:
 			out = in.m.TimerFired(vrrp.TimerAdvert, out)
@@ -297,14 +283,13 @@ func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
 			out = in.onLinkEvent(ev, out)
 			if ev.Kind == netif.LinkGone || (ev.Index != 0 && ev.Index != in.linkIndex && ev.Kind != netif.AddrAdded && ev.Kind != netif.AddrRemoved) {
 				in.exec(out)
-				in.stopReader()
 				in.stopMonitor()
 				in.close()
 				in.log.Warn("interface gone; waiting for it to return")
 				return true, nil
 			}
-		case err := <-readErr:
-			in.reader.done <- err // for the deferred wait
+		case <-failed:
+			err := in.sock.err
 			if ctx.Err() != nil {
 				return false, in.stop()
 			}
@@ -336,12 +321,45 @@ func (in *instance) stop() error {
 		in.planned(func() { in.exec(in.m.Shutdown(nil)) })
 		in.awaitHandover()
 	}
-	// The reading goroutines end before their sockets close.
-	in.stopReader()
+	// The monitor's goroutine ends before its socket closes.
 	in.stopMonitor()
 	in.close()
 	if in.detach {
 		in.log.Info("detached: the next process takes over")
 	}
 	return nil
+}
+
+// receive hands an advert to the election and carries out what it says.
+func (in *instance) receive(p *received, out []vrrp.Action) {
+	out, err := in.m.ReceiveAdvert(p.src, p.ttl, &p.adv, out)
+	if err != nil {
+		in.drop(err, p.src, &p.adv)
+		return
+	}
+	in.counters.advertsReceived.Add(1)
+	in.noteChecksum(p.src, p.adv.Checksum)
+	if p.adv.Priority > 0 {
+		in.successorHeard(p.src)
+	}
+	in.rx = p
+	in.exec(out)
+	in.rx = nil
+}
+
+// maxChecksumPeers bounds the peers whose checksum form status shows.
+const maxChecksumPeers = 16
+
+// noteChecksum records which checksum form (RFC 5798 with the IPv4
+// pseudo-header, or RFC 9568 without) a peer uses, for status.
+func (in *instance) noteChecksum(src netip.Addr, form vrrp.ChecksumForm) {
+	in.pubMu.Lock()
+	defer in.pubMu.Unlock()
+	if f, ok := in.pub.checksums[src]; ok && f == form {
+		return
+	}
+	if in.pub.checksums == nil || len(in.pub.checksums) >= maxChecksumPeers {
+		in.pub.checksums = map[netip.Addr]vrrp.ChecksumForm{}
+	}
+	in.pub.checksums[src] = form
 }

@@ -93,11 +93,11 @@ func (in *instance) open(ifi *net.Interface) error {
 }
 
 func (in *instance) openVRRP(ifi *net.Interface) error {
-	conn, err := in.env.ListenVRRP(ifi, transport.Options{Source: in.primary, Unicast: len(in.cfg.UnicastPeers) > 0})
+	s, err := in.sockets.join(ifi, transport.Options{Source: in.primary, Unicast: len(in.cfg.UnicastPeers) > 0}, in)
 	if err != nil {
 		return err
 	}
-	in.conn = conn
+	in.sock = s
 	return nil
 }
 
@@ -109,9 +109,9 @@ func mode(ic config.Instance) string {
 }
 
 func (in *instance) close() {
-	if in.conn != nil {
-		in.conn.Close()
-		in.conn = nil
+	if in.sock != nil {
+		in.sockets.leave(in.sock, in)
+		in.sock = nil
 	}
 	if in.announcer != nil {
 		in.announcer.Close()
@@ -128,10 +128,9 @@ func (in *instance) close() {
 // addresses stay as they are, so a Master stays Master.
 func (in *instance) reopenVRRP() error {
 	in.reopen = false
-	in.stopReader()
-	if in.conn != nil {
-		in.conn.Close()
-		in.conn = nil
+	if in.sock != nil {
+		in.sockets.leave(in.sock, in)
+		in.sock = nil
 	}
 	info, err := in.env.Links.Link(in.cfg.Interface)
 	if err != nil {
@@ -141,7 +140,6 @@ func (in *instance) reopenVRRP() error {
 	if err := in.openVRRP(ifi); err != nil {
 		return fmt.Errorf("reopening the VRRP socket: %w", err)
 	}
-	in.startReader()
 	in.log.Info("VRRP socket reopened", "source", in.primary, "mode", mode(in.cfg))
 	return nil
 }

@@ -104,6 +104,7 @@ func (in *instance) awaitHandover() {
 			if p.adv.VRID == in.cfg.VRID && p.adv.Priority > 0 && p.src != in.primary {
 				in.successorHeard(p.src)
 			}
+			in.sockets.free(p)
 		case c := <-in.claims:
 			in.onClaim(c)
 		case <-in.policyT.C:

@@ -119,7 +119,7 @@ func (d *Daemon) plan(ctx context.Context, prev, next *config.Config) (*reloadPl
 		}
 		g.LogLevel = prev.Global.LogLevel
 		if g != prev.Global {
-			note("global: node_name, socket, socket_group, state_dir, log_format or metrics_listen changed: they take effect at the next restart")
+			note("global: node_name, socket, socket_group, state_dir, log_format, metrics_listen, realtime_priority, realtime_policy or lock_memory changed: they take effect at the next restart")
 		}
 	}
 	byName := map[string]*running{}
@@ -143,8 +143,7 @@ func (d *Daemon) plan(ctx context.Context, prev, next *config.Config) (*reloadPl
 		default:
 			var u *instanceUpdate
 			var perr error
-			sib := siblingVRIDs(next, ic)
-			if err := r.in.do(ctx, func() { u, perr = r.in.prepare(ic, sib) }); err != nil {
+			if err := r.in.do(ctx, func() { u, perr = r.in.prepare(ic) }); err != nil {
 				return nil, fmt.Errorf("instance %q: %w", ic.Name, err)
 			}
 			if perr != nil {
@@ -207,9 +206,9 @@ type instanceUpdate struct {
 
 // prepare checks a changed configuration against the running instance, on
 // its goroutine, and builds what it needs; it changes nothing.
-func (in *instance) prepare(ic config.Instance, siblings []uint8) (*instanceUpdate, error) {
+func (in *instance) prepare(ic config.Instance) (*instanceUpdate, error) {
 	old := in.cfg
-	u := &instanceUpdate{cfg: ic, filter: readFilter{vrid: ic.VRID, siblings: siblings, peers: ic.UnicastPeers}}
+	u := &instanceUpdate{cfg: ic, filter: readFilter{peers: ic.UnicastPeers}}
 	note := func(format string, args ...any) {
 		u.notes = append(u.notes, in.id.name+": "+fmt.Sprintf(format, args...))
 	}
@@ -235,7 +234,7 @@ func (in *instance) prepare(ic config.Instance, siblings []uint8) (*instanceUpda
 		note("unicast_source %v -> %v: socket reopened, state kept", old.UnicastSource, ic.UnicastSource)
 	}
 	if (len(old.UnicastPeers) > 0) != (len(ic.UnicastPeers) > 0) || u.source != in.primary {
-		u.reopen = in.conn != nil
+		u.reopen = in.sock != nil
 		if mode(old) != mode(ic) {
 			note("%s -> %s: socket reopened, state kept", mode(old), mode(ic))
 		}

@@ -155,8 +155,8 @@ func TestReloadUnicastToMulticastKeepsOneMaster(t *testing.T) {
 		if !strings.Contains(strings.Join(out.Changes, "\n"), "unicast -> multicast") {
 			t.Errorf("changes %q do not name the new transport", out.Changes)
 		}
-		if last := n1.host.opened[len(n1.host.opened)-1]; last.Unicast {
-			t.Errorf("n1's socket was not reopened for multicast: %+v", n1.host.opened)
+		if opened := n1.host.sockets(); opened[len(opened)-1].Unicast {
+			t.Errorf("n1's socket was not reopened for multicast: %+v", opened)
 		}
 	})
 }

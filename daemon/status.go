@@ -48,6 +48,9 @@ type Status struct {
 	StandingDown bool
 	// Handover is the last planned move (drain, stop) and its measured gap.
 	Handover HandoverReport
+	// PeerChecksums is the checksum form each peer's adverts use: rfc5798
+	// (the IPv4 pseudo-header) or rfc9568 (none).
+	PeerChecksums map[netip.Addr]string
 }
 
 // TrackerStatus is one health tracker's state.
@@ -84,6 +87,7 @@ type published struct {
 	conflict  announce.Claim // the last claim of a VIP by another host
 	standDown bool           // holding the VIPs without announcing them
 	handover  HandoverReport // the last planned move
+	checksums map[netip.Addr]vrrp.ChecksumForm
 }
 
 // warningWindow is how long a conflict or collision stays in status.
@@ -112,6 +116,13 @@ func (in *instance) publish() {
 func (in *instance) status() Status {
 	in.pubMu.Lock()
 	p := in.pub
+	var checksums map[netip.Addr]string
+	if len(p.checksums) > 0 {
+		checksums = map[netip.Addr]string{}
+		for a, f := range p.checksums {
+			checksums[a] = f.String()
+		}
+	}
 	in.pubMu.Unlock()
 	st := Status{
 		Name:           in.id.name,
@@ -133,6 +144,7 @@ func (in *instance) status() Status {
 		StandingDown:   p.standDown && p.state == vrrp.StateMaster,
 		Handover:       p.handover,
 	}
+	st.PeerChecksums = checksums
 	if c := p.conflict; c.MAC != "" {
 		mac, _ := net.ParseMAC(c.MAC)
 		st.LastConflict = arp.Claim{IP: c.Addr, MAC: mac, At: c.At}

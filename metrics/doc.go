@@ -11,6 +11,7 @@
 // Every per-instance series has a "vrrp_instance" label, the configured name
 // (not "instance", which Prometheus gives the scraped host):
 //
+//	vipd_build_info{version,commit,goversion}               1 (no vrrp_instance)
 //	vipd_instance_info{vrrp_instance,interface,vrid}        1
 //	vipd_instance_state{vrrp_instance,state}                1 for the current state, 0 for the others
 //	vipd_transitions_total{vrrp_instance,from,to}           event-fed
@@ -22,10 +23,11 @@
 //	vipd_adverts_dropped_total{vrrp_instance,reason}
 //	vipd_garp_sent_total{vrrp_instance}
 //	vipd_tracker_healthy{vrrp_instance,tracker}             1 healthy, 0 failing
-//	vipd_tracker_check_seconds{vrrp_instance,tracker}       histogram, event-fed
+//	vipd_tracker_check_duration_seconds{vrrp_instance,tracker} histogram, event-fed
 //	vipd_tracker_check_failures_total{vrrp_instance,tracker} event-fed
 //	vipd_drained{vrrp_instance}                             1 while drained
-//	vipd_vips_held{vrrp_instance}                           1 while the addresses are on the interface
+//	vipd_vip_held{vrrp_instance,vip}                        per address: 1 while it is on the interface, else 0
+//	vipd_last_transition_timestamp_seconds{vrrp_instance}   when the current state was entered
 //	vipd_address_conflicts_total{vrrp_instance}             event-fed
 //
 // plus the Go runtime and process collectors (go_*, process_*) and
@@ -44,9 +46,23 @@
 //   - vipd_transitions_total has a series for every ordered pair of the four
 //     states, and vipd_address_conflicts_total one, for each instance in
 //     the snapshot.
-//   - vipd_tracker_check_failures_total appears at 0 with a tracker's first
-//     check.
+//   - vipd_tracker_check_failures_total has a series for every tracker in
+//     the snapshot.
 //
-// Event-fed series of an instance that a reload removed stay, frozen, until
-// the daemon restarts; the snapshot's series go with the instance.
+// # Series of what a reload removed
+//
+// The snapshot says which instances and trackers exist. The series of an
+// instance or tracker that a reload removed go with it at the next scrape,
+// the event-fed ones too. Events of an instance that no snapshot has
+// listed (an instance a reload is adding, or an event that raced a
+// removal) are exported for one scrape and deleted at the second if it is
+// still not listed. An instance added back starts its counters from zero,
+// as after a restart; increase() and rate() take that as a counter reset.
+//
+// # Alerts and a dashboard
+//
+// alerts.yml in this directory is a Prometheus rule file for these metrics
+// (the packages install it as /usr/share/vipd/alerts.yml), with unit tests
+// for promtool in testdata/alerts_test.yml; packaging/grafana/vipd.json is
+// a Grafana dashboard. Tests check both against what this package exports.
 package metrics

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"net/http"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,7 +24,14 @@ const (
 	labelTo        = "to"
 	labelReason    = "reason"
 	labelTracker   = "tracker"
+	labelVIP       = "vip"
+	labelVersion   = "version"
+	labelCommit    = "commit"
+	labelGoVersion = "goversion"
 )
+
+// unknownBuild is the version and commit of a binary built without them.
+const unknownBuild = "unknown"
 
 // maxScrapesInFlight bounds concurrent scrapes; more are answered 503.
 const maxScrapesInFlight = 8
@@ -40,22 +48,48 @@ type Metrics struct {
 	reg     *prometheus.Registry
 	handler http.Handler
 
+	series        *tracked
 	transitions   *prometheus.CounterVec
 	conflicts     *prometheus.CounterVec
 	checks        *prometheus.HistogramVec
 	checkFailures *prometheus.CounterVec
 }
 
+// Option configures New.
+type Option func(*options)
+
+type options struct {
+	version, commit string
+}
+
+// WithBuildInfo sets the version and commit that vipd_build_info reports,
+// as `vipd version` prints them; without it they are "unknown".
+func WithBuildInfo(version, commit string) Option {
+	return func(o *options) {
+		if version != "" {
+			o.version = version
+		}
+		if commit != "" {
+			o.commit = commit
+		}
+	}
+}
+
 // New builds a registry of its own with the Go and process collectors and
 // vipd's collectors. status is called on every scrape, possibly from
 // several goroutines at once, for the values that live in the daemon's
 // snapshot; a nil status means no instances.
-func New(status func() []control.InstanceStatus) *Metrics {
+func New(status func() []control.InstanceStatus, opts ...Option) *Metrics {
 	if status == nil {
 		status = func() []control.InstanceStatus { return nil }
 	}
+	o := options{version: unknownBuild, commit: unknownBuild}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
+		series: newTracked(),
+		reg:    prometheus.NewRegistry(),
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace,
 			Name:      "transitions_total",
@@ -68,7 +102,7 @@ func New(status func() []control.InstanceStatus) *Metrics {
 		}, []string{labelInstance}),
 		checks: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace,
-			Name:      "tracker_check_seconds",
+			Name:      "tracker_check_duration_seconds",
 			Help:      "Duration of health tracker checks, failed or not.",
 			Buckets:   checkBuckets(),
 		}, []string{labelInstance, labelTracker}),
@@ -78,12 +112,27 @@ func New(status func() []control.InstanceStatus) *Metrics {
 			Help:      "Failed health tracker checks (each failed check, not changes of state).",
 		}, []string{labelInstance, labelTracker}),
 	}
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace,
+		Name:      "build_info",
+		Help:      "Always 1: the version and commit of the running vipd and the Go that built it.",
+		ConstLabels: prometheus.Labels{
+			labelVersion:   o.version,
+			labelCommit:    o.commit,
+			labelGoVersion: runtime.Version(),
+		},
+	})
+	buildInfo.Set(1)
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		newSnapshotCollector(status, m.transitions, m.conflicts),
-		m.checks,
-		m.checkFailures,
+		buildInfo,
+		newSnapshotCollector(status, m.series, eventVecs{
+			transitions:   m.transitions,
+			conflicts:     m.conflicts,
+			checks:        m.checks,
+			checkFailures: m.checkFailures,
+		}),
 	)
 	m.handler = promhttp.InstrumentMetricHandler(m.reg, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
 		// A series that cannot be collected (say, two instances of one
@@ -102,6 +151,7 @@ func (m *Metrics) Transition(instance, from, to string) {
 	// GetMetricWithLabelValues rather than WithLabelValues: a label value
 	// that is not UTF-8 loses one count instead of panicking the daemon.
 	if c, err := m.transitions.GetMetricWithLabelValues(instance, from, to); err == nil {
+		m.series.add(seriesKey{instance: instance})
 		c.Inc()
 	}
 }
@@ -113,6 +163,8 @@ func (m *Metrics) TrackerCheck(instance, tracker string, d time.Duration, ok boo
 	if err != nil {
 		return
 	}
+	m.series.add(seriesKey{instance: instance})
+	m.series.add(seriesKey{instance: instance, tracker: tracker})
 	h.Observe(d.Seconds())
 	// Looked up on success too, so the series exists at 0 before the
 	// first failure.
@@ -126,6 +178,7 @@ func (m *Metrics) TrackerCheck(instance, tracker string, d time.Duration, ok boo
 // another MAC address.
 func (m *Metrics) Conflict(instance string) {
 	if c, err := m.conflicts.GetMetricWithLabelValues(instance); err == nil {
+		m.series.add(seriesKey{instance: instance})
 		c.Inc()
 	}
 }

@@ -30,11 +30,12 @@ func fixture() []control.InstanceStatus {
 		{
 			Name: "k8s-api", Interface: "eth0", VRID: 51, LocalAddress: local,
 			State: control.StateMaster,
+			Since: time.Date(2026, 11, 29, 21, 41, 46, 558_000_000, time.UTC),
 			Priority: control.Priority{Base: 100, Effective: 80, Parts: []control.PriorityPart{
 				{Tracker: "apiserver", Healthy: false, Contribution: -20},
 			}},
 			Master:   control.Master{Address: local, Priority: 80},
-			VIPs:     []netip.Prefix{netip.MustParsePrefix("192.0.2.10/32")},
+			VIPs:     []netip.Prefix{netip.MustParsePrefix("192.0.2.10/32"), netip.MustParsePrefix("192.0.2.11/32")},
 			VIPsHeld: true,
 			Trackers: []control.Tracker{
 				{Name: "apiserver", Type: "http", Healthy: false, Weight: -20},
@@ -152,8 +153,10 @@ func TestSnapshot(t *testing.T) {
 		{"vipd_tracker_healthy", dto.MetricType_GAUGE, with(api, "tracker", "drain-file"), 1},
 		{"vipd_drained", dto.MetricType_GAUGE, api, 0},
 		{"vipd_drained", dto.MetricType_GAUGE, ing, 1},
-		{"vipd_vips_held", dto.MetricType_GAUGE, api, 1},
-		{"vipd_vips_held", dto.MetricType_GAUGE, ing, 0},
+		{"vipd_vip_held", dto.MetricType_GAUGE, with(api, "vip", "192.0.2.10"), 1},
+		{"vipd_vip_held", dto.MetricType_GAUGE, with(api, "vip", "192.0.2.11"), 1},
+		{"vipd_vip_held", dto.MetricType_GAUGE, with(ing, "vip", "192.0.2.20"), 0},
+		{"vipd_last_transition_timestamp_seconds", dto.MetricType_GAUGE, api, 1795988506.558},
 		{"vipd_address_conflicts_total", dto.MetricType_COUNTER, api, 0},
 		{"vipd_address_conflicts_total", dto.MetricType_COUNTER, ing, 0},
 	}
@@ -176,6 +179,13 @@ func TestSnapshot(t *testing.T) {
 	}
 	if got := len(fams["vipd_tracker_healthy"].GetMetric()); got != 2 {
 		t.Errorf("%d vipd_tracker_healthy series, want 2", got)
+	}
+	if got := len(fams["vipd_vip_held"].GetMetric()); got != 3 {
+		t.Errorf("%d vipd_vip_held series, want one per address, 3", got)
+	}
+	// An instance that has not entered a state yet has no time for it.
+	if _, ok := find(fams, "vipd_last_transition_timestamp_seconds", ing); ok {
+		t.Error("vipd_last_transition_timestamp_seconds for an instance without Since")
 	}
 }
 
@@ -258,7 +268,7 @@ func TestTrackerCheck(t *testing.T) {
 	m.TrackerCheck("ingress", "nginx", 20*time.Second, false)
 
 	fams := scrape(t, m.Handler())
-	const name = "vipd_tracker_check_seconds"
+	const name = "vipd_tracker_check_duration_seconds"
 	if got := fams[name].GetType(); got != dto.MetricType_HISTOGRAM {
 		t.Fatalf("%s is a %v", name, got)
 	}
@@ -332,9 +342,9 @@ func TestRuntimeCollectors(t *testing.T) {
 			t.Errorf("no %s", name)
 		}
 	}
-	// No instances: no per-instance series.
+	// No instances: no per-instance series, only the build's.
 	for name := range fams {
-		if strings.HasPrefix(name, "vipd_") {
+		if strings.HasPrefix(name, "vipd_") && name != "vipd_build_info" {
 			t.Errorf("%s with no instances", name)
 		}
 	}
@@ -406,5 +416,166 @@ func TestConcurrent(t *testing.T) {
 	fams := scrape(t, m.Handler())
 	if got := value(t, fams, "vipd_address_conflicts_total", labels{"vrrp_instance": "ingress"}); got != n {
 		t.Errorf("vipd_address_conflicts_total{instance=ingress} = %v, want %d", got, n)
+	}
+}
+
+func TestBuildInfo(t *testing.T) {
+	for _, tt := range []struct {
+		name            string
+		opts            []Option
+		version, commit string
+	}{
+		{"given", []Option{WithBuildInfo("v0.2.0", "1a2b3c4")}, "v0.2.0", "1a2b3c4"},
+		{"not given", nil, "unknown", "unknown"},
+		{"empty", []Option{WithBuildInfo("", "")}, "unknown", "unknown"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fams := scrape(t, New(nil, tt.opts...).Handler())
+			l := labels{"version": tt.version, "commit": tt.commit, "goversion": runtime.Version()}
+			if got := value(t, fams, "vipd_build_info", l); got != 1 {
+				t.Errorf("vipd_build_info%v = %v, want 1", l, got)
+			}
+			if n := len(fams["vipd_build_info"].GetMetric()); n != 1 {
+				t.Errorf("%d vipd_build_info series, want 1", n)
+			}
+		})
+	}
+}
+
+// seriesOf returns the label sets of family name that have vrrp_instance
+// instance.
+func seriesOf(fams map[string]*dto.MetricFamily, name, instance string) []labels {
+	var out []labels
+	for _, m := range fams[name].GetMetric() {
+		l := labels{}
+		for _, lp := range m.GetLabel() {
+			l[lp.GetName()] = lp.GetValue()
+		}
+		if l["vrrp_instance"] == instance {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// eventFed are the families fed by events, which the snapshot does not
+// carry.
+var eventFed = []string{
+	"vipd_transitions_total", "vipd_address_conflicts_total",
+	"vipd_tracker_check_duration_seconds", "vipd_tracker_check_failures_total",
+}
+
+// TestReloadRemovesSeries: after a reload removed an instance, or a tracker
+// of one that stays, a scrape shows none of their series, the event-fed
+// ones included, and the others keep their values.
+func TestReloadRemovesSeries(t *testing.T) {
+	var mu sync.Mutex
+	sts := fixture()
+	m := New(func() []control.InstanceStatus {
+		mu.Lock()
+		defer mu.Unlock()
+		return sts
+	})
+	m.Transition("ingress", "INITIALIZE", "BACKUP")
+	m.Conflict("ingress")
+	m.TrackerCheck("k8s-api", "apiserver", time.Millisecond, false)
+	m.TrackerCheck("k8s-api", "drain-file", time.Millisecond, true)
+	m.Transition("k8s-api", "BACKUP", "MASTER")
+
+	fams := scrape(t, m.Handler())
+	for _, name := range eventFed {
+		if len(seriesOf(fams, name, "k8s-api")) == 0 {
+			t.Fatalf("before the reload: no %s for k8s-api", name)
+		}
+	}
+	if len(seriesOf(fams, "vipd_transitions_total", "ingress")) == 0 {
+		t.Fatal("before the reload: no vipd_transitions_total for ingress")
+	}
+
+	// The reload: ingress goes, and k8s-api loses its drain-file tracker.
+	mu.Lock()
+	sts = fixture()[:1]
+	sts[0].Trackers = sts[0].Trackers[:1]
+	mu.Unlock()
+
+	fams = scrape(t, m.Handler())
+	for name, f := range fams {
+		if got := seriesOf(fams, name, "ingress"); len(got) > 0 {
+			t.Errorf("after the reload: %s still has %d series of the removed instance: %v", name, len(got), got[0])
+		}
+		for _, mt := range f.GetMetric() {
+			for _, lp := range mt.GetLabel() {
+				if lp.GetName() == "tracker" && lp.GetValue() == "drain-file" {
+					t.Errorf("after the reload: %s still has the removed tracker drain-file", name)
+				}
+			}
+		}
+	}
+	api := labels{"vrrp_instance": "k8s-api"}
+	if got := value(t, fams, "vipd_transitions_total", labels{"vrrp_instance": "k8s-api", "from": "BACKUP", "to": "MASTER"}); got != 1 {
+		t.Errorf("k8s-api's BACKUP -> MASTER after the reload = %v, want 1", got)
+	}
+	if got := value(t, fams, "vipd_tracker_check_failures_total", labels{"vrrp_instance": "k8s-api", "tracker": "apiserver"}); got != 1 {
+		t.Errorf("k8s-api's apiserver failures after the reload = %v, want 1", got)
+	}
+	if got := value(t, fams, "vipd_address_conflicts_total", api); got != 0 {
+		t.Errorf("vipd_address_conflicts_total%v = %v, want 0", api, got)
+	}
+
+	// Added back, it starts from zero, as after a restart.
+	mu.Lock()
+	sts = fixture()
+	mu.Unlock()
+	fams = scrape(t, m.Handler())
+	if got := value(t, fams, "vipd_address_conflicts_total", labels{"vrrp_instance": "ingress"}); got != 0 {
+		t.Errorf("ingress added back: vipd_address_conflicts_total = %v, want 0", got)
+	}
+}
+
+// TestUnlistedEventsExpire: events of an instance that no snapshot lists
+// (it was removed before any scrape, or an event raced its removal) are
+// exported for one scrape, in case a reload is adding it, then deleted.
+func TestUnlistedEventsExpire(t *testing.T) {
+	m := New(fixture)
+	m.Transition("gone", "BACKUP", "MASTER")
+	m.TrackerCheck("gone", "t", time.Millisecond, false)
+	fams := scrape(t, m.Handler())
+	if got := value(t, fams, "vipd_transitions_total", labels{"vrrp_instance": "gone", "from": "BACKUP", "to": "MASTER"}); got != 1 {
+		t.Errorf("first scrape: vipd_transitions_total of gone = %v, want 1", got)
+	}
+	fams = scrape(t, m.Handler())
+	for _, name := range eventFed {
+		if got := seriesOf(fams, name, "gone"); len(got) > 0 {
+			t.Errorf("second scrape: %s of an instance no snapshot lists: %v", name, got)
+		}
+	}
+	// A new event brings it back for one scrape again.
+	m.Conflict("gone")
+	fams = scrape(t, m.Handler())
+	if got := value(t, fams, "vipd_address_conflicts_total", labels{"vrrp_instance": "gone"}); got != 1 {
+		t.Errorf("after a new event: vipd_address_conflicts_total of gone = %v, want 1", got)
+	}
+}
+
+// TestListedLateKeepsEvents: an instance whose first events come before the
+// snapshot lists it (a reload adding it) keeps them once it is listed.
+func TestListedLateKeepsEvents(t *testing.T) {
+	var mu sync.Mutex
+	sts := fixture()[:1]
+	m := New(func() []control.InstanceStatus {
+		mu.Lock()
+		defer mu.Unlock()
+		return sts
+	})
+	m.Transition("ingress", "INITIALIZE", "BACKUP")
+	scrape(t, m.Handler())
+	mu.Lock()
+	sts = fixture()
+	mu.Unlock()
+	for range 3 {
+		fams := scrape(t, m.Handler())
+		if got := value(t, fams, "vipd_transitions_total", labels{"vrrp_instance": "ingress", "from": "INITIALIZE", "to": "BACKUP"}); got != 1 {
+			t.Fatalf("ingress INITIALIZE -> BACKUP = %v, want 1", got)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"net/netip"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,13 +16,14 @@ func states() []control.State {
 }
 
 // snapshotCollector reads the daemon's status on every scrape and exports it
-// as const metrics. It also collects the event-fed vectors keyed by
-// instance alone, after creating their zero series for every instance in
-// the same snapshot, so one scrape always shows them together.
+// as const metrics. It also collects the event-fed vectors, after creating
+// their zero series for every instance and tracker in the same snapshot and
+// deleting those of instances and trackers no longer in it, so one scrape
+// always shows them together.
 type snapshotCollector struct {
-	status      func() []control.InstanceStatus
-	transitions *prometheus.CounterVec
-	conflicts   *prometheus.CounterVec
+	status func() []control.InstanceStatus
+	series *tracked
+	events eventVecs
 
 	info              *prometheus.Desc
 	state             *prometheus.Desc
@@ -34,20 +36,21 @@ type snapshotCollector struct {
 	garpSent          *prometheus.Desc
 	trackerHealthy    *prometheus.Desc
 	drained           *prometheus.Desc
-	vipsHeld          *prometheus.Desc
+	vipHeld           *prometheus.Desc
+	lastTransition    *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*snapshotCollector)(nil)
 
-func newSnapshotCollector(status func() []control.InstanceStatus, transitions, conflicts *prometheus.CounterVec) *snapshotCollector {
+func newSnapshotCollector(status func() []control.InstanceStatus, series *tracked, events eventVecs) *snapshotCollector {
 	desc := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName(namespace, "", name), help,
 			append([]string{labelInstance}, labels...), nil)
 	}
 	return &snapshotCollector{
-		status:      status,
-		transitions: transitions,
-		conflicts:   conflicts,
+		status: status,
+		series: series,
+		events: events,
 
 		info: desc("instance_info",
 			"Always 1: the interface and VRID of each configured instance.", labelInterface, labelVRID),
@@ -71,8 +74,10 @@ func newSnapshotCollector(status func() []control.InstanceStatus, transitions, c
 			"1 while the health tracker is healthy, 0 while it is failing.", labelTracker),
 		drained: desc("drained",
 			"1 while an operator has drained the instance."),
-		vipsHeld: desc("vips_held",
-			"1 while the virtual addresses are configured on the interface."),
+		vipHeld: desc("vip_held",
+			"Per virtual address of the instance: 1 while it is configured on the interface, 0 while not.", labelVIP),
+		lastTransition: desc("last_transition_timestamp_seconds",
+			"When the instance entered its current state, in seconds since the Unix epoch."),
 	}
 }
 
@@ -81,22 +86,29 @@ func (c *snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.info, c.state, c.priorityBase, c.priorityEffective, c.masterPriority,
 		c.advertsSent, c.advertsReceived, c.advertsDropped, c.garpSent,
-		c.trackerHealthy, c.drained, c.vipsHeld,
+		c.trackerHealthy, c.drained, c.vipHeld, c.lastTransition,
 	} {
 		ch <- d
 	}
-	c.transitions.Describe(ch)
-	c.conflicts.Describe(ch)
+	c.events.describe(ch)
 }
 
 // Collect implements prometheus.Collector.
 func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
+	current := map[seriesKey]bool{}
 	for _, st := range c.status() {
 		c.collectInstance(ch, st)
-		c.precreate(st.Name)
+		if c.precreate(st) {
+			current[seriesKey{instance: st.Name}] = true
+			for _, t := range st.Trackers {
+				current[seriesKey{instance: st.Name, tracker: t.Name}] = true
+			}
+		}
 	}
-	c.transitions.Collect(ch)
-	c.conflicts.Collect(ch)
+	for _, key := range c.series.prune(current) {
+		c.events.delete(key)
+	}
+	c.events.collect(ch)
 }
 
 func (c *snapshotCollector) collectInstance(ch chan<- prometheus.Metric, st control.InstanceStatus) {
@@ -144,23 +156,46 @@ func (c *snapshotCollector) collectInstance(ch chan<- prometheus.Metric, st cont
 		gauge(c.trackerHealthy, boolValue(t.Healthy), t.Name)
 	}
 	gauge(c.drained, boolValue(st.Drained))
-	gauge(c.vipsHeld, boolValue(st.VIPsHeld))
+	// The daemon adds and removes an instance's addresses together; a
+	// series per address lets a query find the holders of one address
+	// across instances and hosts.
+	for _, vip := range st.VIPs {
+		gauge(c.vipHeld, boolValue(st.VIPsHeld), vipLabel(vip))
+	}
+	if !st.Since.IsZero() {
+		gauge(c.lastTransition, float64(st.Since.UnixNano())/1e9)
+	}
+}
+
+// vipLabel is a virtual address as the vip label shows it: the bare
+// address for the usual /32.
+func vipLabel(p netip.Prefix) string {
+	if p.IsSingleIP() {
+		return p.Addr().String()
+	}
+	return p.String()
 }
 
 // precreate makes the zero series of the event-fed counters that alerts
 // watch, so that their first increase shows (see the package
-// documentation).
-func (c *snapshotCollector) precreate(instance string) {
-	if _, err := c.conflicts.GetMetricWithLabelValues(instance); err != nil {
-		return // not UTF-8: the const metrics report the error
+// documentation). It reports false for an instance name that cannot be a
+// label value (not UTF-8), which has no event-fed series.
+func (c *snapshotCollector) precreate(st control.InstanceStatus) bool {
+	instance := st.Name
+	if _, err := c.events.conflicts.GetMetricWithLabelValues(instance); err != nil {
+		return false // the const metrics report the error
 	}
 	for _, from := range states() {
 		for _, to := range states() {
 			if from != to {
-				_, _ = c.transitions.GetMetricWithLabelValues(instance, string(from), string(to))
+				_, _ = c.events.transitions.GetMetricWithLabelValues(instance, string(from), string(to))
 			}
 		}
 	}
+	for _, t := range st.Trackers {
+		_, _ = c.events.checkFailures.GetMetricWithLabelValues(instance, t.Name)
+	}
+	return true
 }
 
 func knownDropReason(reason string) bool {

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Builds vipd's man pages and its .deb and .rpm packages, and checks them.
 #
 #   packaging/build.sh man          docs/*.md -> dist/man/*.gz
@@ -22,13 +23,15 @@
 #   VIPD_PREBUILT     a directory with ARCH/vipd binaries to package instead
 #                     of building them (for example from CI's build step)
 #   VIPD_MAINTAINER   "Name <address>" for the package metadata
-#   LICENSE_FILE      the project's licence text, default LICENSE at the root
-#   LICENSE_ID        its SPDX identifier, default read from an
-#                     "SPDX-License-Identifier:" line in it
+#   VIPD_COMPLETION_FROM
+#                     the vipd whose `vipd completion bash|zsh|fish` writes
+#                     the shell completions the packages install; default
+#                     the binary built for this machine's architecture (the
+#                     scripts are the same for every architecture)
 #   SOURCE_DATE_EPOCH file times and man page dates; default the last commit
 set -eu
 
-NFPM=github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+NFPM=github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.48.0
 MD2MAN=github.com/cpuguy83/go-md2man/v2@v2.0.7
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -42,7 +45,12 @@ case $DIST in /*) ;; *) DIST=$root/$DIST ;; esac
 VERSION=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
 COMMIT=${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 VIPD_MAINTAINER=${VIPD_MAINTAINER:-vipd maintainers <vipd@example.org>}
-LICENSE_FILE=${LICENSE_FILE:-$root/LICENSE}
+# vipd's licence; nfpm.yaml and the role's meta say the same.
+LICENSE_FILE=$root/LICENSE
+LICENSE_ID=Apache-2.0
+# The packages' revision: nfpm.yaml's release, and the Debian changelog's
+# "-1" (packaging/changelog.yaml).
+PKG_RELEASE=1
 if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
 	SOURCE_DATE_EPOCH=$(git log -1 --format=%ct 2>/dev/null || date +%s)
 fi
@@ -125,14 +133,26 @@ build_binary() { # ARCH -> $DIST/build/ARCH/vipd
 		-o "$DIST/build/$1/vipd" ./cmd/vipd
 }
 
-license_id() {
-	if [ -n "${LICENSE_ID:-}" ]; then
-		echo "$LICENSE_ID"
-	elif [ -f "$LICENSE_FILE" ] && id=$(sed -n 's/.*SPDX-License-Identifier: *\([^ ]*\).*/\1/p' "$LICENSE_FILE" | head -n1) && [ -n "$id" ]; then
-		echo "$id"
-	else
-		echo "LicenseRef-vipd-unlicensed"
+# build_completions writes $DIST/completion/vipd.{bash,zsh,fish} with the
+# packaged binary's own `vipd completion SHELL`, so that they complete exactly
+# the commands and flags of the vipd they ship with.
+build_completions() {
+	out=$DIST/completion
+	host=$($GO env GOARCH)
+	gen=${VIPD_COMPLETION_FROM:-$DIST/build/$host/vipd}
+	if [ -z "${VIPD_COMPLETION_FROM:-}" ] && [ ! -x "$gen" ]; then
+		build_binary "$host"
 	fi
+	[ -x "$gen" ] || die "no $gen to write the shell completions with"
+	mkdir -p "$out"
+	for sh in bash zsh fish; do
+		if ! "$gen" completion "$sh" >"$out/vipd.$sh" 2>"$out/vipd.$sh.err" || [ ! -s "$out/vipd.$sh" ]; then
+			cat "$out/vipd.$sh.err" >&2
+			die "\`$gen completion $sh\` failed or wrote nothing: this vipd has no completion command, which the packages need for their shell completions"
+		fi
+		rm -f "$out/vipd.$sh.err"
+	done
+	say "shell completions in $out"
 }
 
 # guess_license names a third-party licence text by its wording.
@@ -150,13 +170,8 @@ guess_license() {
 # library and of every module linked into the binary.
 write_licenses() {
 	bin=$1 stage=$2
-	id=$(license_id)
-	if [ -f "$LICENSE_FILE" ]; then
-		cp "$LICENSE_FILE" "$stage/LICENSE"
-	else
-		say "warning: no $LICENSE_FILE; the packages say the licence is not chosen yet"
-		printf 'The vipd authors have not chosen a licence for vipd yet.\nAll rights reserved.\n' >"$stage/LICENSE"
-	fi
+	[ -f "$LICENSE_FILE" ] || die "no $LICENSE_FILE"
+	cp "$LICENSE_FILE" "$stage/LICENSE"
 	{
 		echo "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"
 		echo "Upstream-Name: vipd"
@@ -167,8 +182,9 @@ write_licenses() {
 		echo
 		echo "Files: *"
 		echo "Copyright: The vipd authors"
-		echo "License: $id"
-		sed -e 's/^[[:space:]]*$/./' -e 's/^/ /' "$stage/LICENSE"
+		echo "License: $LICENSE_ID"
+		echo " On Debian systems the full text of the Apache License 2.0 is in"
+		echo " /usr/share/common-licenses/Apache-2.0."
 		goroot=$($GO env GOROOT)
 		deps="go@$($GO env GOVERSION)"
 		deps="$deps $($GO version -m "$bin" | awk '$1 == "dep" { print $2 "@" $3 }')"
@@ -209,6 +225,7 @@ write_licenses() {
 # with the version they carry).
 write_changelog() {
 	v=$1 stage=$2
+	v=$v-$PKG_RELEASE
 	if grep -q "^- semver: \"\{0,1\}$v\"\{0,1\}\$" packaging/changelog.yaml; then
 		cp packaging/changelog.yaml "$stage/changelog.yaml"
 		return
@@ -239,9 +256,13 @@ stage() { # ARCH -> $DIST/stage/ARCH
 	cp "$DIST/man/vipd.8.gz" "$DIST/man/vipd.toml.5.gz" "$st/"
 	cp -r packaging/scripts "$st/scripts"
 	cp packaging/lintian-overrides "$st/lintian-overrides"
+	cp packaging/systemd/vipd.preset "$st/vipd.preset"
+	cp metrics/alerts.yml "$st/alerts.yml"
+	cp packaging/grafana/vipd.json "$st/grafana-dashboard.json"
+	cp "$DIST/completion/vipd.bash" "$DIST/completion/vipd.zsh" "$DIST/completion/vipd.fish" "$st/"
 	write_licenses "$st/vipd" "$st"
 	write_changelog "$(pkg_version)" "$st"
-	sed "s|@LICENSE@|$(license_id)|" packaging/nfpm.yaml >"$st/nfpm.yaml"
+	cp packaging/nfpm.yaml "$st/nfpm.yaml"
 	{
 		echo "  - src: THIRD-PARTY-LICENSES"
 		echo "    dst: /usr/share/licenses/vipd/THIRD-PARTY-LICENSES"
@@ -254,6 +275,7 @@ stage() { # ARCH -> $DIST/stage/ARCH
 build_packages() { # deb|rpm
 	format=$1
 	[ -f "$DIST/man/vipd.8.gz" ] || build_man
+	build_completions
 	version=$(pkg_version)
 	for arch in $ARCHS; do
 		# One package per format and architecture in $DIST: the one built now.
@@ -277,8 +299,8 @@ build_packages() { # deb|rpm
 	done
 	for arch in $ARCHS; do
 		case $format in
-		deb) f=$DIST/vipd_${version}-1_$arch.deb ;;
-		rpm) f=$DIST/vipd-${version}-1.$(rpm_arch "$arch").rpm ;;
+		deb) f=$DIST/vipd_${version}-${PKG_RELEASE}_$arch.deb ;;
+		rpm) f=$DIST/vipd-${version}-${PKG_RELEASE}.$(rpm_arch "$arch").rpm ;;
 		esac
 		[ -f "$f" ] || die "nfpm did not write $f"
 		say "built $f"
@@ -306,8 +328,8 @@ lint() {
 			rpm -qp --scripts "$rpm" >/dev/null || status=1
 			if [ -f "$deb" ]; then
 				# The two packages carry the same files, less each format's
-				# own licence, changelog and lintian locations.
-				own='^/usr/share/(doc/vipd/(copyright|changelog\.Debian\.gz)|licenses/vipd/.*|lintian/overrides/vipd)$'
+				# own licence, changelog, lintian, preset and zsh locations.
+				own='^/usr/(share/(doc/vipd/(copyright|changelog\.Debian\.gz)|licenses/vipd/.*|lintian/overrides/vipd|zsh/(vendor-completions|site-functions)/_vipd)|lib/systemd/system-preset/.*)$'
 				dpkg-deb -c "$deb" | awk '$1 !~ /^d/ { sub(/^\./, "", $6); print $6 }' |
 					grep -Ev "$own" | sort >"$DIST/files-deb.txt"
 				rpm -qp --qf '[%{FILEMODES:perms} %{FILENAMES}\n]' "$rpm" | awk '$1 !~ /^d/ { print $2 }' |
@@ -316,6 +338,11 @@ lint() {
 					say "the deb and the rpm for $arch carry different files"
 					status=1
 				fi
+				# What the comparison leaves out, each in its own place.
+				dpkg-deb -c "$deb" | grep -q '/usr/share/zsh/vendor-completions/_vipd$' ||
+					{ say "$deb has no zsh completion"; status=1; }
+				rpm -qpl "$rpm" | grep -qx '/usr/share/zsh/site-functions/_vipd' ||
+					{ say "$rpm has no zsh completion"; status=1; }
 			fi
 		fi
 	done

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Installs vipd from a source build the way the packages do (make install):
 #
 #   /usr/sbin/vipd                              from bin/vipd (make build)
@@ -6,6 +7,8 @@
 #   /usr/lib/sysusers.d/vipd.conf               the system user
 #   /usr/share/man/man8/vipd.8.gz, man5/vipd.toml.5.gz
 #   /usr/share/doc/vipd/vipd.toml.example
+#   /usr/share/vipd/alerts.yml, grafana-dashboard.json
+#   shell completions for bash, zsh and fish    from `vipd completion SHELL`
 #   /etc/vipd/                                  empty: the service starts once
 #                                               /etc/vipd/vipd.toml exists
 #
@@ -33,7 +36,23 @@ install -D -m 0644 packaging/systemd/vipd.sysusers "$DESTDIR/usr/lib/sysusers.d/
 install -D -m 0644 dist/man/vipd.8.gz "$DESTDIR/usr/share/man/man8/vipd.8.gz"
 install -D -m 0644 dist/man/vipd.toml.5.gz "$DESTDIR/usr/share/man/man5/vipd.toml.5.gz"
 install -D -m 0644 packaging/vipd.toml "$DESTDIR/usr/share/doc/vipd/vipd.toml.example"
+install -D -m 0644 metrics/alerts.yml "$DESTDIR/usr/share/vipd/alerts.yml"
+install -D -m 0644 packaging/grafana/vipd.json "$DESTDIR/usr/share/vipd/grafana-dashboard.json"
 install -d -m 0755 "$DESTDIR/etc/vipd"
+
+# Shell completions from the binary being installed, as the packages have
+# them; a vipd without the completion command gets none (the packages
+# refuse to build without it).
+completions=$(mktemp -d)
+trap 'rm -rf "$completions"' EXIT
+if "$BIN" completion bash >"$completions/bash" 2>/dev/null && "$BIN" completion zsh >"$completions/zsh" 2>/dev/null &&
+	"$BIN" completion fish >"$completions/fish" 2>/dev/null; then
+	install -D -m 0644 "$completions/bash" "$DESTDIR/usr/share/bash-completion/completions/vipd"
+	install -D -m 0644 "$completions/zsh" "$DESTDIR/usr/share/zsh/vendor-completions/_vipd"
+	install -D -m 0644 "$completions/fish" "$DESTDIR/usr/share/fish/vendor_completions.d/vipd.fish"
+else
+	echo "install.sh: $BIN has no completion command: no shell completions installed" >&2
+fi
 
 # Earlier versions of this script installed drop-ins that adapted the unit
 # to a vipd without sd_notify, reload or cleanup; every vipd has them now.

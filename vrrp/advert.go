@@ -37,6 +37,37 @@ var (
 	GroupIPv6 = netip.MustParseAddr("ff02::12")
 )
 
+// A ChecksumForm says how the checksum of an IPv4 advertisement is computed.
+// The zero value is RFC 5798's, which stock keepalived and FRR send, so an
+// Advertisement that does not say otherwise interoperates with them.
+type ChecksumForm uint8
+
+const (
+	// ChecksumPseudoHeader sums the IP pseudo-header and the VRRP packet
+	// (RFC 5798 section 5.2.8). IPv6 adverts always use it.
+	ChecksumPseudoHeader ChecksumForm = iota
+	// ChecksumNoPseudoHeader sums the VRRP packet alone, as RFC 9568 (which
+	// obsoletes RFC 5798) says for IPv4 and as Cisco and Juniper always did.
+	ChecksumNoPseudoHeader
+	numChecksumForms
+)
+
+// String names the form as the config file does: "rfc5798" or "rfc9568".
+func (f ChecksumForm) String() string {
+	switch f {
+	case ChecksumPseudoHeader:
+		return "rfc5798"
+	case ChecksumNoPseudoHeader:
+		return "rfc9568"
+	}
+	return "invalid"
+}
+
+// ChecksumForms lists the forms, for callers that pre-create counters.
+func ChecksumForms() []ChecksumForm {
+	return []ChecksumForm{ChecksumPseudoHeader, ChecksumNoPseudoHeader}
+}
+
 // An Advertisement is a VRRPv3 advertisement (RFC 5798 section 5.2). The
 // address family of Addresses follows the family of the IP packet that
 // carries it.
@@ -46,6 +77,9 @@ type Advertisement struct {
 	// Interval is the Max Advertise Interval, carried in centiseconds.
 	Interval  time.Duration
 	Addresses []netip.Addr
+	// Checksum is the form Append computes and Decode found. Decode
+	// accepts either form over IPv4, and only the pseudo-header over IPv6.
+	Checksum ChecksumForm
 }
 
 // Append encodes a into b for an IP packet from src to dst (the pseudo-header
@@ -53,6 +87,9 @@ type Advertisement struct {
 func (a *Advertisement) Append(b []byte, src, dst netip.Addr) ([]byte, error) {
 	if !src.IsValid() || !dst.IsValid() || src.Is4() != dst.Is4() {
 		return b, fmt.Errorf("vrrp: source %v and destination %v must be addresses of one family", src, dst)
+	}
+	if a.Checksum >= numChecksumForms || a.Checksum == ChecksumNoPseudoHeader && !src.Is4() {
+		return b, fmt.Errorf("vrrp: checksum form %v over %v: IPv6 adverts always include the pseudo-header", a.Checksum, src)
 	}
 	if len(a.Addresses) == 0 || len(a.Addresses) > 255 {
 		return b, fmt.Errorf("vrrp: %d addresses: an advertisement carries 1..255", len(a.Addresses))
@@ -75,16 +112,16 @@ func (a *Advertisement) Append(b []byte, src, dst netip.Addr) ([]byte, error) {
 		}
 		b = append(b, ip.AsSlice()...)
 	}
-	sum := checksum(b[start:], src, dst)
-	binary.BigEndian.PutUint16(b[start+6:], sum)
+	binary.BigEndian.PutUint16(b[start+6:], checksum(b[start:], src, dst, a.Checksum))
 	return b, nil
 }
 
 // Decode parses b, the payload of an IP packet from src to dst, into a,
 // reusing a.Addresses so that steady-state decoding does not allocate. It
 // checks what the packet alone can tell (RFC 5798 section 7.1): version, type,
-// length, address count, interval and checksum. The receiver's context (TTL,
-// VRID, address list) is checked by Machine.ReceiveAdvert.
+// length, address count, interval and checksum, and sets a.Checksum to the
+// form the checksum verified in. The receiver's context (TTL, VRID, source,
+// address list) is checked by Machine.ReceiveAdvert.
 //
 // A failed check returns a DropReason, so callers can count drops by reason.
 func (a *Advertisement) Decode(b []byte, src, dst netip.Addr) error {
@@ -110,8 +147,16 @@ func (a *Advertisement) Decode(b []byte, src, dst netip.Addr) error {
 	if count == 0 || len(b) != headerLen+count*addrLen {
 		return DropLength
 	}
-	if checksum(b, src, dst) != 0 {
-		return DropChecksum
+	// The pseudo-header form first: it is the default of stock peers. An
+	// IPv4 packet whose pseudo-header adds nothing to the one's-complement
+	// sum verifies in both forms and is taken for that one.
+	body := wordSum(b, 0)
+	form := ChecksumPseudoHeader
+	if fold(pseudoHeaderSum(src, dst, len(b), body)) != 0xffff {
+		if !src.Is4() || fold(body) != 0xffff {
+			return DropChecksum
+		}
+		form = ChecksumNoPseudoHeader
 	}
 	centis := binary.BigEndian.Uint16(b[4:]) & maxIntervalCentis
 	if centis == 0 {
@@ -120,6 +165,7 @@ func (a *Advertisement) Decode(b []byte, src, dst netip.Addr) error {
 	a.VRID = b[1]
 	a.Priority = b[2]
 	a.Interval = time.Duration(centis) * centisecond
+	a.Checksum = form
 	a.Addresses = a.Addresses[:0]
 	for off := headerLen; off < len(b); off += addrLen {
 		if addrLen == 4 {
@@ -131,43 +177,68 @@ func (a *Advertisement) Decode(b []byte, src, dst netip.Addr) error {
 	return nil
 }
 
-// checksum returns the Internet checksum (RFC 1071) of a VRRPv3 packet with
-// the pseudo-header of its IP packet (RFC 5798 section 5.2.8). Over a packet
-// whose checksum field is filled in correctly it returns 0; over one whose
-// field is zero it returns the value to store.
-func checksum(vrrp []byte, src, dst netip.Addr) uint16 {
-	var sum uint32
-	add := func(b []byte) {
-		for len(b) >= 2 {
-			sum += uint32(b[0])<<8 | uint32(b[1])
-			b = b[2:]
-		}
-		if len(b) == 1 {
-			sum += uint32(b[0]) << 8
-		}
+// wordSum adds b to sum as big-endian 16-bit words, the Internet checksum
+// (RFC 1071) before folding; an odd last byte is padded with zero.
+func wordSum(b []byte, sum uint32) uint32 {
+	for len(b) >= 2 {
+		sum += uint32(b[0])<<8 | uint32(b[1])
+		b = b[2:]
 	}
+	if len(b) == 1 {
+		sum += uint32(b[0]) << 8
+	}
+	return sum
+}
+
+// pseudoHeaderSum adds the pseudo-header of an IP packet from src to dst
+// carrying length bytes of VRRP to sum (RFC 5798 section 5.2.8): for IPv4
+// src, dst, zero, protocol and length (RFC 768); for IPv6 src, dst, a 32-bit
+// length, three zero bytes and the next header (RFC 8200 section 8.1). Both
+// sum to the same words but for the addresses.
+func pseudoHeaderSum(src, dst netip.Addr, length int, sum uint32) uint32 {
 	if src.Is4() {
 		s, d := src.As4(), dst.As4()
-		add(s[:])
-		add(d[:])
-		sum += IPProtocol + uint32(len(vrrp))
+		sum = wordSum(d[:], wordSum(s[:], sum))
 	} else {
 		s, d := src.As16(), dst.As16()
-		add(s[:])
-		add(d[:])
-		sum += uint32(len(vrrp)) + IPProtocol
+		sum = wordSum(d[:], wordSum(s[:], sum))
 	}
-	add(vrrp)
+	return sum + IPProtocol + uint32(length)
+}
+
+// fold folds the carries of a one's-complement sum into 16 bits. A packet
+// whose checksum verifies folds to 0xffff.
+func fold(sum uint32) uint16 {
 	for sum > 0xffff {
 		sum = sum&0xffff + sum>>16
 	}
-	return ^uint16(sum)
+	return uint16(sum)
+}
+
+// checksum returns the value to store in the checksum field of vrrp, whose
+// field is zero, in the given form (0 over a packet whose field verifies).
+func checksum(vrrp []byte, src, dst netip.Addr, form ChecksumForm) uint16 {
+	sum := wordSum(vrrp, 0)
+	if form == ChecksumPseudoHeader {
+		sum = pseudoHeaderSum(src, dst, len(vrrp), sum)
+	}
+	return ^fold(sum)
 }
 
 // CheckTTL reports whether ttl, the TTL or hop limit an advert arrived with,
 // proves it came from the local link (RFC 5798 section 7.1).
 func CheckTTL(ttl int) error {
 	if ttl != TTL {
+		return DropTTL
+	}
+	return nil
+}
+
+// CheckTTLRange reports whether ttl lies in min..max, the range a unicast
+// instance accepts from peers behind routers (keepalived's min_ttl and
+// max_ttl per peer): each router on the way takes one off the 255 sent.
+func CheckTTLRange(ttl, min, max int) error {
+	if ttl < min || ttl > max {
 		return DropTTL
 	}
 	return nil

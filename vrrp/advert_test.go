@@ -107,19 +107,6 @@ func TestDecodeDrops(t *testing.T) {
 		{"trailing byte", mod(func(b []byte) []byte { return append(b, 0) }), src4, GroupIPv4, DropLength},
 		{"truncated address", good[:11], src4, GroupIPv4, DropLength},
 		{"bad checksum", mod(func(b []byte) []byte { b[7] ^= 1; return b }), src4, GroupIPv4, DropChecksum},
-		{"checksum without pseudo-header", mod(func(b []byte) []byte {
-			b[6], b[7] = 0, 0
-			var sum uint32
-			for i := 0; i < len(b); i += 2 {
-				sum += uint32(b[i])<<8 | uint32(b[i+1])
-			}
-			for sum > 0xffff {
-				sum = sum&0xffff + sum>>16
-			}
-			c := ^uint16(sum)
-			b[6], b[7] = byte(c>>8), byte(c)
-			return b
-		}), src4, GroupIPv4, DropChecksum},
 		{"other destination (pseudo-header)", good, src4, mustAddr("198.51.100.12"), DropChecksum},
 		{"zero interval", mustEncodeRaw(t, []byte{0x31, 51, 100, 1, 0x00, 0x00, 0, 0, 198, 51, 100, 10}, src4, GroupIPv4), src4, GroupIPv4, DropInterval},
 		{"ipv4 source, ipv6 destination", good, src4, GroupIPv6, DropFamily},
@@ -153,7 +140,7 @@ func mustEncodeRaw(t *testing.T, b []byte, src, dst netip.Addr) []byte {
 	t.Helper()
 	b = append([]byte(nil), b...)
 	b[6], b[7] = 0, 0
-	c := checksum(b, src, dst)
+	c := checksum(b, src, dst, ChecksumPseudoHeader)
 	b[6], b[7] = byte(c>>8), byte(c)
 	return b
 }
@@ -177,6 +164,10 @@ func TestDropReasonNames(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	good, _ := (&Advertisement{VRID: 51, Priority: 100, Interval: time.Second, Addresses: []netip.Addr{mustAddr("198.51.100.10")}}).Append(nil, src4, GroupIPv4)
 	f.Add(good, true)
+	rfc9568, _ := (&Advertisement{VRID: 51, Priority: 100, Interval: time.Second, Addresses: []netip.Addr{mustAddr("198.51.100.10")}, Checksum: ChecksumNoPseudoHeader}).Append(nil, src4, GroupIPv4)
+	f.Add(rfc9568, true)
+	good6, _ := (&Advertisement{VRID: 51, Priority: 100, Interval: time.Second, Addresses: []netip.Addr{mustAddr("2001:db8::10"), mustAddr("2001:db8::20")}}).Append(nil, src6, GroupIPv6)
+	f.Add(good6, false)
 	f.Add([]byte{0x31, 51, 0, 0, 0, 1, 0, 0}, true)
 	f.Add([]byte{}, false)
 	f.Fuzz(func(t *testing.T, b []byte, v4 bool) {
@@ -216,6 +207,29 @@ func FuzzDecode(f *testing.F) {
 
 func BenchmarkDecode(b *testing.B) {
 	pkt, _ := (&Advertisement{VRID: 51, Priority: 100, Interval: time.Second, Addresses: []netip.Addr{mustAddr("198.51.100.10")}}).Append(nil, src4, GroupIPv4)
+	var a Advertisement
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := a.Decode(pkt, src4, GroupIPv4); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeIPv6(b *testing.B) {
+	pkt, _ := (&Advertisement{VRID: 51, Priority: 100, Interval: time.Second, Addresses: []netip.Addr{mustAddr("2001:db8::10")}}).Append(nil, src6, GroupIPv6)
+	var a Advertisement
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := a.Decode(pkt, src6, GroupIPv6); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecodeRFC9568 decodes the form that is tried second.
+func BenchmarkDecodeRFC9568(b *testing.B) {
+	pkt, _ := (&Advertisement{VRID: 51, Priority: 100, Interval: time.Second, Addresses: []netip.Addr{mustAddr("198.51.100.10")}, Checksum: ChecksumNoPseudoHeader}).Append(nil, src4, GroupIPv4)
 	var a Advertisement
 	b.ReportAllocs()
 	for b.Loop() {

@@ -8,21 +8,22 @@ type DropReason uint8
 // Reasons for discarding an advertisement (RFC 5798 section 7.1 and the
 // receiver's own checks).
 const (
-	dropInvalid       DropReason = iota
-	DropTooShort                 // shorter than the fixed header
-	DropVersion                  // not VRRP version 3
-	DropType                     // not an advertisement
-	DropFamily                   // source and destination of different families
-	DropLength                   // length does not match the address count
-	DropChecksum                 // checksum does not verify
-	DropInterval                 // Max Advertise Interval of zero
-	DropTTL                      // TTL or hop limit not 255: not from this link
-	DropVRID                     // a VRID that is not ours
-	DropAddressList              // our VRID with other addresses: a VRID collision
-	DropOwnAdvert                // our own advert looped back
-	DropNotPeer                  // unicast mode: the source is not a configured peer
-	DropZeroNotMaster            // priority 0 from a router that is not our Master
-	DropUnknownOwner             // priority 255 from a host neither a peer nor our Master
+	dropInvalid            DropReason = iota
+	DropTooShort                      // shorter than the fixed header
+	DropVersion                       // not VRRP version 3
+	DropType                          // not an advertisement
+	DropFamily                        // source and destination of different families
+	DropLength                        // length does not match the address count
+	DropChecksum                      // checksum does not verify
+	DropInterval                      // Max Advertise Interval of zero
+	DropTTL                           // TTL or hop limit not 255: not from this link
+	DropVRID                          // a VRID that is not ours
+	DropAddressList                   // our VRID with other addresses: a VRID collision
+	DropOwnAdvert                     // our own advert looped back
+	DropNotPeer                       // unicast mode: the source is not a configured peer
+	DropZeroNotMaster                 // priority 0 from a router that is not our Master
+	DropUnknownOwner                  // priority 255 from a host neither a peer nor our Master
+	DropSourceNotLinkLocal            // IPv6 multicast: the source is not a link-local address
 	numDropReasons
 )
 
@@ -42,6 +43,8 @@ var dropNames = [numDropReasons]string{
 	DropNotPeer:       "not_peer",
 	DropZeroNotMaster: "priority_zero_not_master",
 	DropUnknownOwner:  "unknown_owner",
+
+	DropSourceNotLinkLocal: "source_not_link_local",
 }
 
 var dropTexts = [numDropReasons]string{
@@ -60,6 +63,8 @@ var dropTexts = [numDropReasons]string{
 	DropNotPeer:       "source is not a configured unicast peer",
 	DropZeroNotMaster: "priority 0 (release) from a router that is not the Master we follow",
 	DropUnknownOwner:  "priority 255 (address owner) from a host that is neither a configured peer nor the current Master",
+
+	DropSourceNotLinkLocal: "IPv6 advert from a source that is not link-local (RFC 5798 section 5.1.2.1)",
 }
 
 // DropReasons lists every reason, for callers that pre-create counters.

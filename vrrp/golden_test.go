@@ -13,13 +13,17 @@ import (
 	"testing"
 )
 
-// goldenAdvert is one advert captured from keepalived or FRR's vrrpd; see
-// testdata/golden/README.md for how they were made.
+// goldenAdvert is one advert captured from keepalived or FRR's vrrpd, or
+// crafted with an independent codec; see testdata/golden/README.md for how
+// they were made.
 type goldenAdvert struct {
 	file     string
 	src, dst netip.Addr
 	ttl      int
 	payload  []byte
+	// form is the checksum form the file says it uses; captures from stock
+	// peers use the pseudo-header.
+	form ChecksumForm
 }
 
 func readGolden(t *testing.T, path string) goldenAdvert {
@@ -45,6 +49,15 @@ func readGolden(t *testing.T, path string) goldenAdvert {
 			g.ttl, err = strconv.Atoi(val)
 		case "payload":
 			g.payload, err = hex.DecodeString(val)
+		case "checksum":
+			switch val {
+			case ChecksumPseudoHeader.String():
+				g.form = ChecksumPseudoHeader
+			case ChecksumNoPseudoHeader.String():
+				g.form = ChecksumNoPseudoHeader
+			default:
+				t.Fatalf("%s: checksum %q is neither rfc5798 nor rfc9568", path, val)
+			}
 		}
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
@@ -53,13 +66,14 @@ func readGolden(t *testing.T, path string) goldenAdvert {
 	return g
 }
 
-var goldenName = regexp.MustCompile(`^(keepalived|frr)-v3-vrid(\d+)-prio(\d+)`)
+var goldenName = regexp.MustCompile(`^(keepalived|frr|crafted)-v3-(ipv6-|rfc5798-|rfc9568-)?vrid(\d+)-prio(\d+)`)
 
 func TestGoldenAdverts(t *testing.T) {
 	files, err := filepath.Glob("testdata/golden/*.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
+	// peers counts the files per sender and family (or checksum form).
 	peers := map[string]int{}
 	for _, f := range files {
 		g := readGolden(t, f)
@@ -68,7 +82,13 @@ func TestGoldenAdverts(t *testing.T) {
 			if m == nil {
 				t.Fatalf("file name does not say peer, VRID and priority")
 			}
-			peers[m[1]]++
+			peers[m[1]+" "+strings.TrimSuffix(m[2], "-")]++
+			if (m[2] == "ipv6-") == g.src.Is4() {
+				t.Errorf("source %v does not match the name's family", g.src)
+			}
+			if want := m[2] == "rfc9568-"; want != (g.form == ChecksumNoPseudoHeader) {
+				t.Errorf("checksum %v does not match the name", g.form)
+			}
 			if err := CheckTTL(g.ttl); err != nil {
 				t.Errorf("captured TTL %d: %v", g.ttl, err)
 			}
@@ -76,8 +96,11 @@ func TestGoldenAdverts(t *testing.T) {
 			if err := a.Decode(g.payload, g.src, g.dst); err != nil {
 				t.Fatalf("Decode: %v", err)
 			}
-			if strconv.Itoa(int(a.VRID)) != m[2] || strconv.Itoa(int(a.Priority)) != m[3] {
-				t.Errorf("decoded VRID %d priority %d, the capture says %s/%s", a.VRID, a.Priority, m[2], m[3])
+			if strconv.Itoa(int(a.VRID)) != m[3] || strconv.Itoa(int(a.Priority)) != m[4] {
+				t.Errorf("decoded VRID %d priority %d, the capture says %s/%s", a.VRID, a.Priority, m[3], m[4])
+			}
+			if a.Checksum != g.form {
+				t.Errorf("decoded checksum form %v, the file says %v", a.Checksum, g.form)
 			}
 			b, err := a.Append(nil, g.src, g.dst)
 			if err != nil {
@@ -88,7 +111,9 @@ func TestGoldenAdverts(t *testing.T) {
 			}
 		})
 	}
-	if peers["keepalived"] == 0 || peers["frr"] == 0 {
-		t.Errorf("golden adverts from keepalived: %d, from FRR: %d; want both", peers["keepalived"], peers["frr"])
+	for _, want := range []string{"keepalived ", "frr ", "keepalived ipv6", "frr ipv6", "crafted rfc5798", "crafted rfc9568"} {
+		if peers[want] == 0 {
+			t.Errorf("no golden adverts of kind %q; have %v", want, peers)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package vrrp
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -38,10 +39,15 @@ type Config struct {
 	// PreemptDelay is how long a Backup must have seen a lower-priority
 	// Master before it stops accepting its adverts and takes over.
 	PreemptDelay time.Duration
-	// Addresses are the virtual addresses, all of Primary's family.
+	// Addresses are the virtual addresses, all of Primary's family. An
+	// IPv4 instance advertises IPv4 addresses, an IPv6 one IPv6 addresses
+	// (RFC 5798 section 5.2.9); dual-stack takes two instances.
 	Addresses []netip.Addr
 	// Primary is this router's own address on the link: the source of its
-	// adverts and the tie-break between equal priorities.
+	// adverts and the tie-break between equal priorities. Over IPv6 it is
+	// the interface's link-local address (RFC 5798 section 5.1.2.1), or in
+	// unicast the configured source, which may be global. Zones are
+	// dropped: the machine compares addresses; the link is Interface.
 	Primary netip.Addr
 	// SplitBrainRecovery makes a Master that hears a lower-priority Master
 	// answer at once and announce its addresses again, and a Master that
@@ -55,7 +61,8 @@ type Config struct {
 	// addresses (and announcing them) only to drop them again. Zero takes
 	// them at once, as RFC 5798 does.
 	TakeoverGrace time.Duration
-	// Peers are the configured unicast peers (empty in multicast). With
+	// Peers are the configured unicast peers (empty in multicast), zones
+	// dropped as for Primary. With
 	// the Master a Backup follows, they are the hosts the machine trusts
 	// with what one unauthenticated advert can otherwise abuse: a priority
 	// 255 is accepted, and an advertised interval learnt, only from them.
@@ -71,6 +78,12 @@ type Config struct {
 	// more rides out a starved host at the cost of a slower failover, and
 	// every router of the group should use the same value.
 	MasterDownAdverts int
+	// UnicastMinTTL and UnicastMaxTTL are the TTL or hop limit range
+	// accepted from unicast peers, so that peers behind routers (which
+	// take one off the 255 sent per hop) can take part; 0 means 255.
+	// Multicast always requires 255 (RFC 5798 section 7.1), and a range
+	// without Peers is refused.
+	UnicastMinTTL, UnicastMaxTTL uint8
 }
 
 // Limits of Config.MasterDownAdverts.
@@ -81,10 +94,21 @@ const (
 
 // owned returns c with its slices copied and its defaults filled in.
 func (c Config) owned() Config {
+	cfgPeers := c.Peers
 	c.Addresses = append([]netip.Addr(nil), c.Addresses...)
-	c.Peers = append([]netip.Addr(nil), c.Peers...)
+	c.Peers = make([]netip.Addr, len(c.Peers))
+	for i, p := range cfgPeers {
+		c.Peers[i] = p.WithZone("")
+	}
+	c.Primary = c.Primary.WithZone("")
 	if c.MasterDownAdverts == 0 {
 		c.MasterDownAdverts = DefaultMasterDownAdverts
+	}
+	if c.UnicastMinTTL == 0 {
+		c.UnicastMinTTL = TTL
+	}
+	if c.UnicastMaxTTL == 0 {
+		c.UnicastMaxTTL = TTL
 	}
 	return c
 }
@@ -107,6 +131,17 @@ func (c *Config) validate() error {
 		return fmt.Errorf("vrrp: %d virtual addresses (1..255)", len(c.Addresses))
 	case c.MasterDownAdverts != 0 && (c.MasterDownAdverts < DefaultMasterDownAdverts || c.MasterDownAdverts > MaxMasterDownAdverts):
 		return fmt.Errorf("vrrp: master down adverts %d outside %d..%d", c.MasterDownAdverts, DefaultMasterDownAdverts, MaxMasterDownAdverts)
+	case c.Primary.Is4In6():
+		return fmt.Errorf("vrrp: primary address %v is IPv4-mapped: use %v", c.Primary, c.Primary.Unmap())
+	case c.Primary.Is6() && len(c.Peers) == 0 && !c.Primary.IsLinkLocalUnicast():
+		return fmt.Errorf("vrrp: primary address %v is not link-local: IPv6 adverts are sent from the interface's link-local address", c.Primary)
+	}
+	minTTL, maxTTL := cmp.Or(c.UnicastMinTTL, TTL), cmp.Or(c.UnicastMaxTTL, TTL)
+	switch {
+	case minTTL > maxTTL:
+		return fmt.Errorf("vrrp: unicast TTL range %d..%d is empty", minTTL, maxTTL)
+	case len(c.Peers) == 0 && minTTL != TTL:
+		return fmt.Errorf("vrrp: a unicast TTL range (%d..%d) needs unicast peers: multicast adverts must arrive with TTL 255", minTTL, maxTTL)
 	}
 	for _, p := range c.Peers {
 		if !p.IsValid() || p.Is4() != c.Primary.Is4() {
@@ -594,14 +629,18 @@ func (m *Machine) masterDownCause(now time.Time) (Reason, string) {
 // Master or an address owner, reported (ActAddressMismatch) rather than
 // taken for a VRID collision.
 func (m *Machine) ReceiveAdvert(src netip.Addr, ttl int, adv *Advertisement, out []Action) ([]Action, error) {
-	if err := CheckTTL(ttl); err != nil {
+	if err := m.checkTTL(ttl); err != nil {
 		return out, err
 	}
 	if adv.VRID != m.cfg.VRID {
 		return out, DropVRID
 	}
-	if src.Is4() != m.cfg.Primary.Is4() {
+	src = src.WithZone("")
+	if src.Is4() != m.cfg.Primary.Is4() || src.Is4In6() {
 		return out, DropFamily
+	}
+	if src.Is6() && len(m.cfg.Peers) == 0 && !src.IsLinkLocalUnicast() {
+		return out, DropSourceNotLinkLocal
 	}
 	if src == m.cfg.Primary {
 		return out, DropOwnAdvert
@@ -637,6 +676,15 @@ func (m *Machine) ReceiveAdvert(src netip.Addr, ttl int, adv *Advertisement, out
 		}
 	}
 	return out, nil
+}
+
+// checkTTL applies the unicast TTL range to a unicast instance and the
+// strict 255 to a multicast one.
+func (m *Machine) checkTTL(ttl int) error {
+	if len(m.cfg.Peers) == 0 {
+		return CheckTTL(ttl)
+	}
+	return CheckTTLRange(ttl, int(m.cfg.UnicastMinTTL), int(m.cfg.UnicastMaxTTL))
 }
 
 // following reports whether src is the Master this Backup follows.

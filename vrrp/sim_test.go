@@ -85,7 +85,7 @@ func (s *sim) apply(n *simNode, out []Action) {
 				continue
 			}
 			adv := Advertisement{VRID: n.cfg.VRID, Priority: a.Priority, Interval: n.cfg.AdvertInterval, Addresses: n.cfg.Addresses}
-			b, err := adv.Append(nil, n.cfg.Primary, GroupIPv4)
+			b, err := adv.Append(nil, n.cfg.Primary, groupOf(n.cfg.Primary))
 			if err != nil {
 				s.t.Fatal(err)
 			}
@@ -169,7 +169,7 @@ func (s *sim) run(d time.Duration) {
 				continue
 			}
 			var adv Advertisement
-			if err := adv.Decode(p.payload, p.src, GroupIPv4); err != nil {
+			if err := adv.Decode(p.payload, p.src, groupOf(p.src)); err != nil {
 				s.t.Fatalf("decode: %v", err)
 			}
 			out, err := p.to.m.ReceiveAdvert(p.src, TTL, &adv, nil)
@@ -188,9 +188,17 @@ func (s *sim) run(d time.Duration) {
 	}
 }
 
+// groupOf is the multicast group of src's family.
+func groupOf(src netip.Addr) netip.Addr {
+	if src.Is4() {
+		return GroupIPv4
+	}
+	return GroupIPv6
+}
+
 // inject sends adv from src, a host outside the group, to every router.
 func (s *sim) inject(src netip.Addr, adv Advertisement) {
-	b, err := adv.Append(nil, src, GroupIPv4)
+	b, err := adv.Append(nil, src, groupOf(src))
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -282,6 +290,41 @@ func TestSimElectionEqualPriorities(t *testing.T) {
 	s.onlyMaster(s.nodes[2])
 	s.run(time.Minute)
 	s.onlyMaster(s.nodes[2])
+}
+
+// TestSimIPv6 elects among IPv6 routers: equal priorities go to the highest
+// link-local address, a crash and a graceful stop move the addresses once.
+func TestSimIPv6(t *testing.T) {
+	var cfgs []Config
+	for _, primary := range []string{"fe80::ff:fe00:11", "fe80::8000:0:0:1", "fe80::ffff:ffff:ffff"} {
+		cfg := testConfig6(100, primary)
+		cfg.TakeoverGrace = 10 * time.Millisecond // equal Backups time out together: the tie is settled before any takes
+		cfgs = append(cfgs, cfg)
+	}
+	s := newSim(t, cfgs...)
+	r1, r2, r3 := s.nodes[0], s.nodes[1], s.nodes[2]
+	s.run(10 * time.Second)
+	s.onlyMaster(r2) // 0x8000... in the interface identifier is the highest
+	s.setLink(r2, false)
+	s.run(10 * time.Second)
+	s.onlyMaster(r3)
+	tr, _ := r3.lastTransition(StateMaster)
+	if tr.Reason != ReasonMasterDown || tr.Cause != "no advert from fe80::8000:0:0:1 for 3.61s" {
+		t.Errorf("transition %+v", tr)
+	}
+	s.apply(r3, r3.m.Shutdown(nil))
+	s.run(10 * time.Second)
+	s.onlyMaster(r1)
+	if s.dupTotal != 0 {
+		t.Errorf("duplicate ownership %v", s.dupTotal)
+	}
+	// A foreign advert from a global address is dropped, not followed.
+	s.inject(mustAddr("2001:db8::99"), Advertisement{VRID: 51, Priority: 254, Interval: time.Second, Addresses: vips6()})
+	s.run(10 * time.Second)
+	s.onlyMaster(r1)
+	if got := s.drops[DropSourceNotLinkLocal]; got != 2 {
+		t.Errorf("source_not_link_local drops %d, want 2 (r1 and the stopped r3; r2's link is down)", got)
+	}
 }
 
 func TestSimMasterCrash(t *testing.T) {

@@ -16,15 +16,27 @@ import (
 // socket cannot be reached. The journal stamps entries, so our own
 // timestamps are left out there.
 func newLogger(w io.Writer, g config.Global, level slog.Leveler) *slog.Logger {
+	return slog.New(newLogHandler(w, g, level))
+}
+
+func newLogHandler(w io.Writer, g config.Global, level slog.Leveler) slog.Handler {
 	format := formatHandler(g.LogFormat)
 	if w == io.Writer(os.Stderr) && stderrIsJournal() {
 		var send journalSender
 		if journal.Enabled() {
 			send = journal.Send
 		}
-		return slog.New(newJournalHandler(send, w, level, format))
+		return newJournalHandler(send, w, level, format)
 	}
-	return slog.New(format(w, &slog.HandlerOptions{Level: level}))
+	return format(w, &slog.HandlerOptions{Level: level})
+}
+
+// newDaemonLogger is the daemon's logger: records are written on a
+// goroutine of their own (asyncHandler). Call flush before the process
+// exits or re-executes.
+func newDaemonLogger(w io.Writer, g config.Global, level slog.Leveler) (log *slog.Logger, flush func()) {
+	h, flush := newAsyncHandler(newLogHandler(w, g, level))
+	return slog.New(h), flush
 }
 
 // formatHandler returns the constructor of the handler for log_format.

@@ -833,8 +833,9 @@ func TestLabOperateUndrainEqualPrioritiesKeepsVIP(t *testing.T) {
 	if s := c.mon.State(); s.OnlyHolder() != 1 {
 		t.Errorf("holders %v after the undrain, want n1 alone", s.Holders)
 	}
-	if moves := c.opVIPMoves(start); strings.Join(moves, " ") != "-n2 +n1" {
-		t.Errorf("the VIP moved %v since the drain, want exactly once, n2 to n1", moves)
+	// Make-before-break: n1 adds the VIP before n2 removes it.
+	if moves := c.opVIPMoves(start); strings.Join(moves, " ") != "+n1 -n2" {
+		t.Errorf("the VIP moved %v since the drain, want exactly once, n2 to n1, n1 first", moves)
 	}
 	if n := c.mon.AdvertsFrom(2, undrained.Add(50*time.Millisecond), time.Now()); n != 0 {
 		t.Errorf("n2 sent %d adverts after its undrain", n)
@@ -1213,7 +1214,7 @@ func TestLabOperateMetrics(t *testing.T) {
 		{"vipd_transitions_total", map[string]string{"vrrp_instance": "lab", "from": "BACKUP", "to": "MASTER"}, func(v float64) bool { return v >= 1 }, ">= 1"},
 		{"vipd_priority_base", lab1, func(v float64) bool { return v == 150 }, "150"},
 		{"vipd_priority_effective", lab1, func(v float64) bool { return v == 150 }, "150"},
-		{"vipd_vips_held", lab1, func(v float64) bool { return v == 1 }, "1"},
+		{"vipd_vip_held", lab1, func(v float64) bool { return v == 1 }, "1"},
 		{"vipd_drained", lab1, func(v float64) bool { return v == 0 }, "0"},
 		{"vipd_garp_sent_total", lab1, func(v float64) bool { return v >= 1 }, ">= 1"},
 		{"go_goroutines", nil, func(v float64) bool { return v > 0 }, "> 0"},
@@ -1263,7 +1264,7 @@ func TestLabOperateMetrics(t *testing.T) {
 		{m1, 1, "vipd_instance_state", with("state", "BACKUP"), 1},
 		{m1, 1, "vipd_drained", lab1, 1},
 		{m1, 1, "vipd_priority_effective", lab1, 1},
-		{m1, 1, "vipd_vips_held", lab1, 0},
+		{m1, 1, "vipd_vip_held", lab1, 0},
 		{m1, 1, "vipd_transitions_total", map[string]string{"vrrp_instance": "lab", "from": "MASTER", "to": "BACKUP"}, 1},
 		{m2, 2, "vipd_instance_state", with("state", "MASTER"), 1},
 		{m2, 2, "vipd_transitions_total", map[string]string{"vrrp_instance": "lab", "from": "BACKUP", "to": "MASTER"}, 1},

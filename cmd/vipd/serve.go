@@ -48,7 +48,9 @@ func runDaemon(configPath string, stderr io.Writer) int {
 	}
 	level := new(slog.LevelVar)
 	level.Set(cfg.Global.LogLevel)
-	log := newLogger(stderr, cfg.Global, level)
+	log, flushLog := newDaemonLogger(stderr, cfg.Global, level)
+	defer flushLog()
+	protectFromStarvation(cfg.Global, log)
 
 	var handover *daemon.Handover
 	if p := os.Getenv(handoverEnv); p != "" {
@@ -67,6 +69,7 @@ func runDaemon(configPath string, stderr io.Writer) int {
 		// Same PID, new binary: systemd and the VIPs see no change.
 		env := append(os.Environ(), handoverEnv+"="+up.file)
 		log.Info("re-executing the new binary", "binary", up.exe)
+		flushLog()
 		err := syscall.Exec(up.exe, os.Args, env)
 		// Only a failed exec returns: carry on in this process.
 		log.Error("re-exec failed; continuing with the running binary", "binary", up.exe, "error", err)
@@ -124,7 +127,7 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, level *sl
 	}
 	upgradeTo := make(chan string, 1)
 	var d *daemon.Daemon
-	m := metrics.New(func() []control.InstanceStatus { return d.StatusReport() })
+	m := metrics.New(func() []control.InstanceStatus { return d.StatusReport() }, metrics.WithBuildInfo(version, commitString()))
 	d, err = daemon.New(cfg, log, env, daemon.Options{
 		OnTransition: func(instance string, tr vrrp.Transition) {
 			if tr.Reason != vrrp.ReasonResumed { // an upgrade is not a move
@@ -177,6 +180,7 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, level *sl
 		}
 		return nil
 	})
+	g.Go(func() error { keepRealtime(runCtx, cfg.Global, log); return nil })
 	if interval, ok := notifier.WatchdogInterval(); ok {
 		g.Go(func() error { watchdog(runCtx, d, notifier, interval, log); return nil })
 	}

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Usage: rootfs.sh   (as root)
 #
 # Prints the path of a Debian 12 root file system for the end-to-end test's

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # vipd end to end, under real systemd (make e2e).
 #
 # Boots three Debian 12 containers with systemd as PID 1 (systemd-nspawn
@@ -12,8 +13,10 @@
 # new binary in place (same PID, the VIP stays), `systemctl reload` keeps
 # the VIP and refuses a bad file, `systemctl restart` hands the VIP over, a
 # bad configuration is refused without a restart loop, the watchdog
-# restarts a daemon that stops answering, and ExecStopPost removes the VIP
-# of a killed daemon. Everything it creates has a unique name and is removed
+# restarts a daemon that stops answering, ExecStopPost removes the VIP
+# of a killed daemon, and a purge removes the state directory. The role
+# runs in check mode on the fresh containers first, and the journal is
+# read back by priority and by the daemon's structured fields (VIPD_*). Everything it creates has a unique name and is removed
 # on exit, also after a failure.
 #
 # Needs root, systemd-nspawn, debootstrap and ansible-playbook
@@ -24,6 +27,9 @@
 #                   (default /var/cache/vipd-e2e)
 #   VIPD_E2E_KEEP   set to 1 to leave the containers running on failure, for
 #                   a look inside (the script prints how to clean up)
+#   VIPD_COMPLETION_FROM
+#                   passed to packaging/build.sh: the vipd that writes the
+#                   packages' shell completions, when the one built cannot
 set -uo pipefail
 
 # The whole script is one compound command, read before it runs: editing
@@ -295,6 +301,7 @@ all:
         ansible_become: false
         vipd_package_file: "$deb1"
         vipd_interface: host0
+        vipd_vrid: 51
         vipd_vips: ["$VIP"]
         vipd_advert_interval: $ADVERT
         vipd_node_name: "{{ inventory_hostname }}"
@@ -320,6 +327,29 @@ playbook() { # LOG ARGS...
 	ansible-playbook -i "$work/inventory.yml" "$repo/packaging/ansible/site.yml" "$@" >"$logf" 2>&1
 }
 
+# Check mode on hosts without vipd: it must get through (no package to
+# inspect, no unit yet) and change nothing.
+log "the Ansible role in check mode on the fresh containers"
+if playbook "$work/ansible0.log" --check --diff &&
+	[ "$(grep -Ec 'unreachable=0 +failed=0' "$work/ansible0.log")" = 3 ]; then
+	untouched=1
+	for n in 1 2 3; do
+		if ct "$n" dpkg-query -W vipd >/dev/null 2>&1 || ct "$n" test -e /etc/vipd/vipd.toml ||
+			ct "$n" getent group vipd-ops >/dev/null; then
+			untouched=0
+			log "node $n: check mode changed something"
+		fi
+	done
+	if [ $untouched = 1 ] && grep -q '^+vrid = 51$' "$work/ansible0.log"; then
+		pass "the role in --check --diff on fresh containers succeeds, shows the configuration and changes nothing"
+	else
+		fail "the role in check mode changes nothing and shows the configuration"
+	fi
+else
+	tail -n 40 "$work/ansible0.log" >&2
+	fail "the role in --check mode on fresh containers"
+fi
+
 log "applying the Ansible role"
 if playbook "$work/ansible1.log"; then
 	pass "the Ansible role installs, configures and starts vipd on three nodes"
@@ -334,6 +364,21 @@ else
 	tail -n 30 "$work/ansible2.log" >&2
 	fail "a second run of the role changes nothing"
 fi
+if playbook "$work/ansible2c.log" --check &&
+	[ "$(grep -Ec 'changed=0 +unreachable=0 +failed=0' "$work/ansible2c.log")" = 3 ]; then
+	pass "the role in check mode on configured nodes predicts no change"
+else
+	tail -n 30 "$work/ansible2c.log" >&2
+	fail "the role in check mode on configured nodes predicts no change"
+fi
+
+ok=1
+for f in /usr/share/bash-completion/completions/vipd /usr/share/zsh/vendor-completions/_vipd \
+	/usr/share/fish/vendor_completions.d/vipd.fish /usr/share/vipd/alerts.yml /usr/share/vipd/grafana-dashboard.json; do
+	ct 1 test -s "$f" || { ok=0; log "node 1: no $f"; }
+done
+[ $ok = 1 ] && pass "the package installs the shell completions, alerts.yml and the dashboard" ||
+	fail "shell completions, alerts.yml and the dashboard installed"
 
 # ---------------------------------------------------------------- steady state
 
@@ -410,11 +455,12 @@ else
 fi
 
 metrics=$(ct 1 python3 -c 'import urllib.request; print(urllib.request.urlopen("http://127.0.0.1:9650/metrics", timeout=3).read().decode())' 2>&1)
-if grep -qx 'vipd_vips_held{vrrp_instance="k8s-api"} 1' <<<"$metrics" &&
-	grep -qx 'vipd_tracker_healthy{tracker="networkd",vrrp_instance="k8s-api"} 1' <<<"$metrics"; then
-	pass "metrics_listen: /metrics on 127.0.0.1:9650 says the Master holds the VIP"
+if grep -qx "vipd_vip_held{vip=\"$VIP\",vrrp_instance=\"k8s-api\"} 1" <<<"$metrics" &&
+	grep -qx 'vipd_tracker_healthy{tracker="networkd",vrrp_instance="k8s-api"} 1' <<<"$metrics" &&
+	grep -Eqx 'vipd_build_info\{commit="[^"]+",goversion="go[^"]+",version="[^"]+"\} 1' <<<"$metrics"; then
+	pass "metrics_listen: /metrics on 127.0.0.1:9650 says the Master holds the VIP, and which vipd it is"
 else
-	grep '^vipd_vips_held\|^vipd_tracker_healthy' <<<"$metrics" >&2
+	grep '^vipd_vip_held\|^vipd_tracker_healthy\|^vipd_build_info' <<<"$metrics" >&2
 	fail "metrics on 127.0.0.1:9650"
 fi
 
@@ -452,6 +498,27 @@ if ct 1 test -f /var/lib/vipd/drained/k8s-api.json && [ "$(status_json 1 "s.get(
 	pass "the drain is kept in /var/lib/vipd (StateDirectory) and survives systemctl restart"
 else
 	fail "the drain survives a restart (drained: $(status_json 1 "s.get('drained')"), holders '$(holders)')"
+fi
+
+# The journal by priority: the restarted daemon warns that the instance is
+# still drained; informational lines stay out of -p warning. (Needs the
+# daemon's native journal output; with plain stderr everything is
+# priority 6.)
+jw=$(ct 1 journalctl --no-pager -o cat -u vipd.service -p warning 2>/dev/null)
+if grep -q "instance is drained" <<<"$jw" && ! grep -q "ready: every instance has joined its group" <<<"$jw"; then
+	pass "journalctl -u vipd -p warning shows the daemon's warning (still drained), without its info lines"
+else
+	printf '%s\n' "$jw" | tail -n 5 >&2
+	fail "journalctl -u vipd -p warning: no 'instance is drained' warning, or info lines in it ($(journal 1 | grep -c 'instance is drained') such warnings in the whole journal)"
+fi
+# The journal by structured field: every line about the instance carries
+# VIPD_INSTANCE.
+ji=$(ct 1 journalctl --no-pager -o cat -u vipd.service VIPD_INSTANCE=k8s-api 2>/dev/null)
+jo=$(ct 1 journalctl --no-pager -o cat -u vipd.service VIPD_INSTANCE=no-such-instance 2>/dev/null)
+if grep -q "state changed" <<<"$ji" && [ -z "$jo" ]; then
+	pass "journalctl -u vipd VIPD_INSTANCE=k8s-api returns the instance's lines ($(grep -c . <<<"$ji"))"
+else
+	fail "journalctl -u vipd VIPD_INSTANCE=k8s-api: $(grep -c . <<<"$ji") lines, none saying 'state changed' (the whole journal has $(journal 1 | grep -c 'state changed')), or VIPD_INSTANCE=no-such-instance matched $(grep -c . <<<"$jo")"
 fi
 ct 1 vipd undrain >/dev/null 2>&1
 if wait_holder 1 $((${PREEMPT_DELAY%s} + 10)); then
@@ -631,6 +698,18 @@ if [ $both -le 2 ] && [ "$cleaned_after" -gt "$cleaned_before" ] && wait_holder 
 	pass "after SIGKILL, ExecStopPost=vipd cleanup removed the VIP, it never stayed on two nodes, and node 2 holds it again"
 else
 	fail "one holder of $VIP after SIGKILL (two holders in $both samples, cleanups $cleaned_before -> $cleaned_after, now '$(holders)')"
+fi
+
+# ---------------------------------------------------------------- purge
+
+log "purging the package on node 3 (a Backup)"
+ct 3 test -d /var/lib/vipd || ct 3 mkdir -p /var/lib/vipd
+if ct 3 env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q vipd >"$work/purge.log" 2>&1 &&
+	! ct 3 test -e /var/lib/vipd && ! ct 3 dpkg-query -W vipd >/dev/null 2>&1 && wait_holder 2 3; then
+	pass "apt-get purge vipd removes /var/lib/vipd; the VIP stays on node 2"
+else
+	cat "$work/purge.log" >&2
+	fail "purge removes /var/lib/vipd (exists: $(ct 3 test -e /var/lib/vipd && echo yes || echo no), holders '$(holders)')"
 fi
 
 [ "$failed" = 0 ] || dump_logs

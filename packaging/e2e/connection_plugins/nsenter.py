@@ -1,4 +1,5 @@
 # -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
 # An Ansible connection into a running container by its init's process id,
 # through nsenter(1): the end-to-end test's containers run under
 # `systemd-nspawn --register=no`, so machined's connection cannot find them,

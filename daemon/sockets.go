@@ -1,0 +1,231 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vipd/vipd/transport"
+	"github.com/vipd/vipd/vrrp"
+)
+
+// One VRRP socket per interface, source and mode, shared by every instance
+// on it: each advert is read and decoded once and handed to the instance of
+// its VRID (keepalived's model). With N instances on a link, N sockets
+// would read and decode every advert N times.
+
+// socketKey identifies a shared socket: adverts go out from source, and a
+// unicast socket joins no group.
+type socketKey struct {
+	ifindex int
+	source  netip.Addr
+	unicast bool
+}
+
+// socketPool owns the shared sockets of one daemon.
+type socketPool struct {
+	listen func(*net.Interface, transport.Options) (transport.Conn, error)
+	log    *slog.Logger
+	now    func() time.Time
+
+	mu      sync.Mutex
+	sockets map[socketKey]*vrrpSocket
+
+	// rx recycles decoded adverts (and their address lists), so that the
+	// receive path does not allocate.
+	rx sync.Pool
+}
+
+func newSocketPool(env Env, log *slog.Logger) *socketPool {
+	p := &socketPool{listen: env.ListenVRRP, log: log, now: env.Now, sockets: map[socketKey]*vrrpSocket{}}
+	p.rx.New = func() any { return new(received) }
+	return p
+}
+
+// free returns an advert the loop is done with.
+func (p *socketPool) free(r *received) { p.rx.Put(r) }
+
+// vrrpSocket is one shared socket and its reading goroutine.
+type vrrpSocket struct {
+	pool   *socketPool
+	key    socketKey
+	ifname string
+	conn   transport.Conn
+	refs   int // under pool.mu
+
+	subs    [256]atomic.Pointer[instance] // by VRID
+	unknown [256]atomic.Uint64            // drops no instance claims, by vrrp.DropReason
+	dropMu  sync.Mutex
+	drops   *dropLog
+
+	closing chan struct{}
+	done    chan struct{}
+	failed  chan struct{} // closed when reading fails; err says why
+	err     error
+}
+
+// join subscribes in to the socket of key, opening it first if no other
+// instance has. The instance's VRID must be free on that socket.
+func (p *socketPool) join(ifi *net.Interface, opts transport.Options, in *instance) (*vrrpSocket, error) {
+	key := socketKey{ifindex: ifi.Index, source: opts.Source, unicast: opts.Unicast}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.sockets[key]
+	if s == nil {
+		conn, err := p.listen(ifi, opts)
+		if err != nil {
+			return nil, err
+		}
+		s = &vrrpSocket{pool: p, key: key, ifname: ifi.Name, conn: conn, closing: make(chan struct{}), done: make(chan struct{}),
+			failed: make(chan struct{}), drops: newDropLog(dropLogPerSource, dropLogPerReason, dropLogWindow)}
+		p.sockets[key] = s
+		go s.read()
+	}
+	vrid := in.id.vrid
+	if !s.subs[vrid].CompareAndSwap(nil, in) {
+		return nil, fmt.Errorf("VRID %d is already used on %s by another instance", vrid, ifi.Name)
+	}
+	s.refs++
+	return s, nil
+}
+
+// leave unsubscribes in; the last instance to leave closes the socket and
+// waits for its reader.
+func (p *socketPool) leave(s *vrrpSocket, in *instance) {
+	p.mu.Lock()
+	s.subs[in.id.vrid].CompareAndSwap(in, nil)
+	s.refs--
+	last := s.refs == 0
+	if last {
+		delete(p.sockets, s.key)
+	}
+	p.mu.Unlock()
+	if !last {
+		return
+	}
+	close(s.closing)
+	s.conn.SetReadDeadline(time.Unix(1, 0))
+	<-s.done
+	s.conn.Close()
+}
+
+// WriteTo sends an advert on the shared socket.
+func (s *vrrpSocket) WriteTo(b []byte, dst netip.Addr) error { return s.conn.WriteTo(b, dst) }
+
+// read decodes each advert once and hands it to the instance of its VRID.
+// A malformed packet is counted by the instance of its VRID when that byte
+// can be read, by the socket otherwise; a packet for a VRID no instance
+// has is counted once, by the socket.
+func (s *vrrpSocket) read() {
+	defer close(s.done)
+	buf := make([]byte, 1500)
+	for {
+		n, info, err := s.conn.ReadFrom(buf)
+		if err != nil {
+			select {
+			case <-s.closing:
+				return
+			default:
+			}
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				continue
+			}
+			s.err = err
+			close(s.failed)
+			return
+		}
+		if in := s.deliver(buf[:n], info); in != nil {
+			in.counters.overruns.Add(1)
+		}
+	}
+}
+
+// deliver decodes one packet and hands it to the instance of its VRID. It
+// returns the instance if its queue was full: the loop is behind (or
+// stopping), and one slow instance must not hold up the others on the link.
+func (s *vrrpSocket) deliver(b []byte, info transport.PacketInfo) (overrun *instance) {
+	p := s.pool.rx.Get().(*received)
+	if err := p.adv.Decode(b, info.Src, info.Dst); err != nil {
+		s.pool.free(p)
+		if len(b) >= 2 {
+			if in := s.subs[b[1]].Load(); in != nil {
+				in.drop(err, info.Src, nil)
+				return nil
+			}
+		}
+		s.drop(err, info.Src, nil)
+		return nil
+	}
+	in := s.subs[p.adv.VRID].Load()
+	switch {
+	case in == nil:
+		s.drop(vrrp.DropVRID, info.Src, &p.adv)
+	case len(in.filter.Load().peers) > 0 && !slices.Contains(in.filter.Load().peers, info.Src.WithZone("")):
+		in.drop(vrrp.DropNotPeer, info.Src, &p.adv)
+	default:
+		p.src, p.ttl = info.Src, info.TTL
+		select {
+		case in.packets <- p:
+			return nil
+		default:
+			s.pool.free(p)
+			return in
+		}
+	}
+	s.pool.free(p)
+	return nil
+}
+
+// drop counts an advert no instance claims, once, and logs it within the
+// drop log's limits.
+func (s *vrrpSocket) drop(err error, src netip.Addr, adv *vrrp.Advertisement) {
+	var reason vrrp.DropReason
+	if !errors.As(err, &reason) {
+		return
+	}
+	s.unknown[reason].Add(1)
+	now := s.pool.now()
+	s.dropMu.Lock()
+	logIt := s.drops.allow(reason, src, now)
+	suppressed := s.drops.suppressed(now)
+	s.dropMu.Unlock()
+	log := s.pool.log.With("interface", s.ifname)
+	for _, sd := range suppressed {
+		log.Warn("more adverts dropped than logged", "reason", sd.Reason.String(), "suppressed", sd.Count)
+	}
+	if !logIt {
+		return
+	}
+	attrs := []any{"reason", reason.String(), "source", src, "detail", reason.Error()}
+	if adv != nil {
+		attrs = append(attrs, "advert_vrid", adv.VRID, "advert_priority", adv.Priority)
+	}
+	log.Warn("advert dropped: no instance of this host has its VRID on this interface", attrs...)
+}
+
+// InterfaceDrops counts, per interface, the adverts that no instance
+// claimed (an unknown VRID, a packet too short to name one), by reason.
+func (d *Daemon) InterfaceDrops() map[string]map[string]uint64 {
+	p := d.sockets
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]map[string]uint64{}
+	for _, s := range p.sockets {
+		for _, r := range vrrp.DropReasons() {
+			if n := s.unknown[r].Load(); n > 0 {
+				if out[s.ifname] == nil {
+					out[s.ifname] = map[string]uint64{}
+				}
+				out[s.ifname][r.String()] += n
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,168 @@
+package daemon
+
+import (
+	"log/slog"
+	"net/netip"
+	"os"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/vipd/vipd/config"
+	"github.com/vipd/vipd/transport"
+	"github.com/vipd/vipd/vrrp"
+)
+
+// Issue 16: one socket per interface, demultiplexed by VRID after one
+// decode. An advert for VRID 7 reaches instance 7 only; one for a VRID no
+// instance has is counted once, by the interface.
+func TestSharedSocketDemultiplexesByVRID(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lan := &fakeLAN{}
+		seven, eight := testInstance(100), testInstance(100)
+		seven.Name, seven.VRID = "seven", 7
+		eight.Name, eight.VRID = "eight", 8
+		eight.VIPs = []netip.Prefix{netip.MustParsePrefix("198.51.100.20/32")}
+		n := startCfgNode(t, newFakeHost(lan, "198.51.100.11"), Options{}, seven, eight)
+		time.Sleep(time.Second)
+		if got := len(n.host.sockets()); got != 1 {
+			t.Fatalf("%d VRRP sockets opened for two instances on one interface, want 1", got)
+		}
+		peer := netip.MustParseAddr("198.51.100.12")
+		adv7, _ := (&vrrp.Advertisement{VRID: 7, Priority: 200, Interval: time.Second, Addresses: []netip.Addr{testVIP.Addr()}}).Append(nil, peer, vrrp.GroupIPv4)
+		adv99, _ := (&vrrp.Advertisement{VRID: 99, Priority: 200, Interval: time.Second, Addresses: []netip.Addr{testVIP.Addr()}}).Append(nil, peer, vrrp.GroupIPv4)
+		for range 10 {
+			lan.inject(adv7, peer, vrrp.GroupIPv4, 255)
+			lan.inject(adv99, peer, vrrp.GroupIPv4, 255)
+			time.Sleep(100 * time.Millisecond)
+		}
+		synctest.Wait()
+		if st := n.status("seven"); st.Received != 10 || st.Master.Addr != peer {
+			t.Errorf("seven: received %d, master %v; want 10 from %v", st.Received, st.Master.Addr, peer)
+		}
+		st8 := n.status("eight")
+		if st8.Received != 0 || len(st8.Drops) != 0 {
+			t.Errorf("eight: received %d, drops %v; want nothing", st8.Received, st8.Drops)
+		}
+		if got := n.d.InterfaceDrops()["eth0"]["vrid"]; got != 10 {
+			t.Errorf("interface drops for an unknown VRID: %d, want 10 (%v)", got, n.d.InterfaceDrops())
+		}
+		if n.status("seven").Drops["vrid"] != 0 {
+			t.Error("an instance counted the unknown VRID")
+		}
+		// A malformed packet whose VRID byte names an instance is that
+		// instance's; one too short to name any is the interface's.
+		bad := append([]byte(nil), adv7...)
+		bad[7] ^= 0xff
+		lan.inject(bad, peer, vrrp.GroupIPv4, 255)
+		lan.inject(adv7[:1], peer, vrrp.GroupIPv4, 255)
+		synctest.Wait()
+		if got := n.status("seven").Drops["checksum"]; got != 1 {
+			t.Errorf("seven's checksum drops %d, want 1", got)
+		}
+		if got := n.d.InterfaceDrops()["eth0"]["too_short"]; got != 1 {
+			t.Errorf("interface too_short drops %d, want 1", got)
+		}
+	})
+}
+
+// benchConn returns the same advert on every read.
+type benchConn struct {
+	pkt  []byte
+	info transport.PacketInfo
+	stop chan struct{}
+}
+
+func (c *benchConn) ReadFrom(b []byte) (int, transport.PacketInfo, error) {
+	select {
+	case <-c.stop:
+		return 0, transport.PacketInfo{}, os.ErrClosed
+	default:
+	}
+	return copy(b, c.pkt), c.info, nil
+}
+func (c *benchConn) WriteTo([]byte, netip.Addr) error { return nil }
+func (c *benchConn) SetReadDeadline(time.Time) error  { return nil }
+func (c *benchConn) Close() error                     { return nil }
+
+// BenchmarkSharedReceive is a Backup's receive path with the shared socket:
+// read, decode once, demultiplex by VRID, hand over, and the election.
+func BenchmarkSharedReceive(b *testing.B) {
+	peer, self := netip.MustParseAddr("198.51.100.12"), netip.MustParseAddr("198.51.100.11")
+	pkt, _ := (&vrrp.Advertisement{VRID: 51, Priority: 200, Interval: time.Second, Addresses: []netip.Addr{testVIP.Addr()}}).Append(nil, peer, vrrp.GroupIPv4)
+	conn := &benchConn{pkt: pkt, info: transport.PacketInfo{Src: peer, Dst: vrrp.GroupIPv4, TTL: 255, IfIndex: 2}, stop: make(chan struct{})}
+	pool := newSocketPool(Env{Now: time.Now}, slog.New(slog.DiscardHandler))
+	s := &vrrpSocket{pool: pool, conn: conn, closing: make(chan struct{}), done: make(chan struct{}), failed: make(chan struct{}),
+		drops: newDropLog(dropLogPerSource, dropLogPerReason, dropLogWindow)}
+	in := newInstance(config.Instance{Name: "b", Interface: "eth0", VRID: 51, Priority: 100, AdvertInterval: time.Second, VIPs: []netip.Prefix{testVIP}},
+		pool, "", slog.New(slog.DiscardHandler), Env{Now: time.Now}, instanceHooks{})
+	s.subs[51].Store(in)
+	cfg := vrrp.Config{Interface: "eth0", VRID: 51, Priority: 100, AdvertInterval: time.Second, Primary: self, Addresses: []netip.Addr{testVIP.Addr()}}
+	m, err := vrrp.NewMachine(cfg, clock{time.Now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := m.Start(true, make([]vrrp.Action, 0, 16))
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			n, info, err := conn.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			s.deliver(buf[:n], info)
+		}
+	}()
+	b.ReportAllocs()
+	for b.Loop() {
+		p := <-in.packets
+		if out, err = m.ReceiveAdvert(p.src, p.ttl, &p.adv, out[:0]); err != nil {
+			b.Fatal(err)
+		}
+		pool.free(p)
+	}
+	close(conn.stop)
+}
+
+// Issue 13: adverts with the RFC 9568 checksum (no IPv4 pseudo-header) are
+// accepted and shown per peer; the form sent is the instance's setting.
+func TestRFC9568ChecksumBothWays(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lan := &fakeLAN{}
+		ic := testInstance(150)
+		ic.Checksum = vrrp.ChecksumNoPseudoHeader
+		n1 := startCfgNode(t, newFakeHost(lan, "198.51.100.11"), Options{}, ic)
+		// A listener on the LAN decodes what n1 sends.
+		probe := lan.listen(netip.MustParseAddr("198.51.100.99"), new(atomic.Bool), false)
+		time.Sleep(10 * time.Second)
+		peer := netip.MustParseAddr("198.51.100.12")
+		adv, _ := (&vrrp.Advertisement{VRID: 51, Priority: 100, Interval: time.Second, Addresses: []netip.Addr{testVIP.Addr()},
+			Checksum: vrrp.ChecksumNoPseudoHeader}).Append(nil, peer, vrrp.GroupIPv4)
+		lan.inject(adv, peer, vrrp.GroupIPv4, 255)
+		synctest.Wait()
+		st := n1.status("k8s-api")
+		if st.Received != 1 || st.PeerChecksums[peer] != "rfc9568" {
+			t.Errorf("received %d, peer checksums %v; want the RFC 9568 advert accepted and shown", st.Received, st.PeerChecksums)
+		}
+		var got vrrp.Advertisement
+		b := make([]byte, 1500)
+		for {
+			n, info, err := probe.ReadFrom(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Src != netip.MustParseAddr("198.51.100.11") {
+				continue
+			}
+			if err := got.Decode(b[:n], info.Src, info.Dst); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if got.Checksum != vrrp.ChecksumNoPseudoHeader {
+			t.Errorf("n1 sends the %v form, want rfc9568", got.Checksum)
+		}
+		probe.Close()
+	})
+}
