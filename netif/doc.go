@@ -9,6 +9,18 @@
 // itself, and lists the current state again whenever it has to re-subscribe,
 // so a consumer that acts on events converges even after missing some.
 //
+// IPv6 VIPs are added without duplicate address detection (IFA_F_NODAD:
+// the election makes the Master the only owner, and the VIP must answer at
+// once) and with a preferred lifetime of 0 and an infinite valid one: the
+// address is deprecated, so the kernel never picks it as the source of the
+// host's own connections while another global address exists (RFC 6724
+// rule 3), yet accepts traffic to it. Those two marks are also how
+// RemoveVIP recognises vipd's IPv6 addresses, which have no labels. The
+// kernel's IFA_PROTO attribute would be a cleaner mark, but
+// vishvananda/netlink v1.3.1 neither sets nor reports it. LinkLocal and
+// the State of address events follow duplicate address detection, so the
+// daemon can wait for its link-local source and spot a failed VIP.
+//
 // All netlink work happens in one network namespace, chosen when the Manager
 // is created. The package builds on every OS; outside Linux, New fails with
 // ErrUnsupported.

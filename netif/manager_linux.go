@@ -160,7 +160,118 @@ next:
 		}
 		return p.Addr(), nil
 	}
-	return netip.Addr{}, fmt.Errorf("%w on %s", ErrNoAddress, ifname)
+	return netip.Addr{}, &noAddressError{what: "IPv4 address", ifname: ifname}
+}
+
+// LinkLocal returns the link's IPv6 link-local address, without zone, the
+// source of IPv6 adverts and NDP messages. tentative is true while
+// duplicate address detection runs (or waits for carrier): the kernel
+// refuses to send from the address until then, and Watch reports
+// AddrChanged with State AddrReady when it ends. With several link-local
+// addresses a ready one wins. A link-local address that failed detection
+// (another host has it) is returned with an error matching ErrDADFailed;
+// none at all fails with ErrNoAddress.
+func (m *Manager) LinkLocal(ifname string) (addr netip.Addr, tentative bool, err error) {
+	l, err := m.link(ifname)
+	if err != nil {
+		return netip.Addr{}, false, err
+	}
+	addrs, err := m.addrList(l, netlink.FAMILY_V6)
+	if err != nil {
+		return netip.Addr{}, false, fmt.Errorf("netif: listing addresses of %s: %w", ifname, err)
+	}
+	best := addrStateInvalid
+	for _, a := range addrs {
+		p, ok := prefixFromIPNet(a.IPNet)
+		if !ok || !p.Addr().IsLinkLocalUnicast() {
+			continue
+		}
+		if st := stateOf(a.Flags); best == addrStateInvalid || preference(st) > preference(best) {
+			addr, best = p.Addr(), st
+		}
+	}
+	switch best {
+	case AddrReady:
+		return addr, false, nil
+	case AddrTentative:
+		return addr, true, nil
+	case AddrDADFailed:
+		return addr, false, fmt.Errorf("netif: link-local address %v on %s: %w", addr, ifname, ErrDADFailed)
+	}
+	return netip.Addr{}, false, &noAddressError{what: "IPv6 link-local address", ifname: ifname}
+}
+
+// VIPState returns the state of the address vip (address and prefix
+// length) on the link, or fails with ErrNoAddress when it is not there. A
+// VIP in AddrDADFailed state does not work; AddVIP replaces it.
+func (m *Manager) VIPState(ifname string, vip netip.Prefix) (AddrState, error) {
+	a, err := m.find(ifname, unmapPrefix(vip))
+	if err != nil {
+		return addrStateInvalid, err
+	}
+	return stateOf(a.Flags), nil
+}
+
+// find returns the address equal to p on the link.
+func (m *Manager) find(ifname string, p netip.Prefix) (netlink.Addr, error) {
+	l, err := m.link(ifname)
+	if err != nil {
+		return netlink.Addr{}, err
+	}
+	addrs, err := m.addrList(l, familyOf(p))
+	if err != nil {
+		return netlink.Addr{}, fmt.Errorf("netif: listing addresses of %s: %w", ifname, err)
+	}
+	for _, a := range addrs {
+		if q, ok := prefixFromIPNet(a.IPNet); ok && q == p {
+			return a, nil
+		}
+	}
+	return netlink.Addr{}, &noAddressError{what: "address " + p.String(), ifname: ifname}
+}
+
+// stateOf reads an address's state from its IFA flags. A failed address
+// keeps the tentative flag too.
+func stateOf(flags int) AddrState {
+	switch {
+	case flags&unix.IFA_F_DADFAILED != 0:
+		return AddrDADFailed
+	case flags&unix.IFA_F_TENTATIVE != 0:
+		return AddrTentative
+	}
+	return AddrReady
+}
+
+// preference orders states for LinkLocal: ready, then tentative (it may
+// become ready), then failed.
+func preference(s AddrState) int {
+	switch s {
+	case AddrReady:
+		return 3
+	case AddrTentative:
+		return 2
+	case AddrDADFailed:
+		return 1
+	}
+	return 0
+}
+
+// vipd's marks on an IPv6 VIP, which has no label: no duplicate address
+// detection (the Master is the only owner by election, and the VIP must
+// answer at once), and a preferred lifetime of 0 with an infinite valid
+// one, so the kernel never picks the VIP as the source of the host's own
+// connections (it is deprecated, RFC 6724 rule 3) but still accepts
+// traffic to it.
+const (
+	ipv6VIPFlags     = unix.IFA_F_NODAD
+	lifetimeInfinite = 0xffffffff // INFINITY_LIFE_TIME
+)
+
+// hasVIPMarks reports whether an IPv6 address carries vipd's marks, which
+// is how RemoveVIP tells a VIP left by an earlier vipd from an
+// administrator's address (those do not skip detection and are preferred).
+func hasVIPMarks(a netlink.Addr) bool {
+	return a.Flags&ipv6VIPFlags == ipv6VIPFlags && (a.PreferedLft == 0 || a.Flags&unix.IFA_F_DEPRECATED != 0)
 }
 
 // AddVIP ensures vip is configured on the link. An address that already
@@ -195,10 +306,13 @@ func (m *Manager) AddVIP(ifname string, vip netip.Prefix, label string) error {
 		addr.Flags |= unix.IFA_F_NOPREFIXROUTE
 	}
 	if vip.Addr().Is6() {
-		// A VIP must answer at once; the Master is its only owner by election.
-		addr.Flags |= unix.IFA_F_NODAD
+		addr.Flags |= ipv6VIPFlags
+		addr.PreferedLft, addr.ValidLft = 0, lifetimeInfinite
 	}
 	err = m.h.AddrAdd(l, addr)
+	if errors.Is(err, unix.EEXIST) && vip.Addr().Is6() {
+		err = m.replaceFailed(l, ifname, vip, addr)
+	}
 	switch {
 	case err == nil:
 		// EEXIST is not ours: the address was there before.
@@ -212,6 +326,22 @@ func (m *Manager) AddVIP(ifname string, vip netip.Prefix, label string) error {
 		return fmt.Errorf("netif: adding %v to %s: %w", vip, ifname, ErrNoLink)
 	}
 	return fmt.Errorf("netif: adding %v to %s: %w", vip, ifname, err)
+}
+
+// replaceFailed handles an IPv6 VIP that AddVIP found already there: one
+// that failed duplicate address detection (added by someone else without
+// nodad while another host had it) works for nobody, so it is replaced
+// with vipd's; any other stays, and EEXIST is returned.
+func (m *Manager) replaceFailed(l netlink.Link, ifname string, vip netip.Prefix, addr *netlink.Addr) error {
+	old, err := m.find(ifname, vip)
+	if err != nil || stateOf(old.Flags) != AddrDADFailed {
+		return unix.EEXIST
+	}
+	m.log.Warn("replacing a VIP that failed duplicate address detection", "interface", ifname, "vip", vip)
+	if err := m.h.AddrDel(l, &netlink.Addr{IPNet: ipNet(vip)}); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
+		return err
+	}
+	return m.h.AddrAdd(l, addr)
 }
 
 // RemoveVIP ensures vip is not configured on the link, as far as it is
@@ -240,7 +370,7 @@ func (m *Manager) RemoveVIP(ifname string, vip netip.Prefix) error {
 		if p, ok := prefixFromIPNet(a.IPNet); !ok || p != vip {
 			continue
 		}
-		if foreign := m.foreign(ifname, vip, a.Label); foreign != nil {
+		if foreign := m.foreign(ifname, vip, a); foreign != nil {
 			return foreign
 		}
 		// With the label in the request the kernel deletes only that
@@ -262,9 +392,13 @@ func (m *Manager) RemoveVIP(ifname string, vip netip.Prefix) error {
 	return nil
 }
 
-// foreign returns why the address vip with label on ifname is not vipd's
+// foreign returns why the address a, equal to vip, on ifname is not vipd's
 // to remove, or nil when it is.
-func (m *Manager) foreign(ifname string, vip netip.Prefix, label string) *ForeignAddressError {
+func (m *Manager) foreign(ifname string, vip netip.Prefix, a netlink.Addr) *ForeignAddressError {
+	label := a.Label
+	if vip.Addr().Is6() {
+		return m.foreign6(ifname, vip, a)
+	}
 	want := ""
 	if vip.Addr().Is4() {
 		want = vipLabel(ifname)
@@ -292,6 +426,21 @@ func (m *Manager) foreign(ifname string, vip netip.Prefix, label string) *Foreig
 		e.Label = label
 	}
 	return e
+}
+
+// foreign6 is foreign for IPv6, which has no labels: an address is vipd's
+// when this Manager added it, when WithOwned listed it, or when it carries
+// vipd's marks (see hasVIPMarks).
+func (m *Manager) foreign6(ifname string, vip netip.Prefix, a netlink.Addr) *ForeignAddressError {
+	key := OwnedAddr{Interface: ifname, Prefix: vip}
+	m.mu.Lock()
+	_, added := m.added[key]
+	_, listed := m.listed[key]
+	m.mu.Unlock()
+	if added || listed || hasVIPMarks(a) {
+		return nil
+	}
+	return &ForeignAddressError{Interface: ifname, Prefix: vip}
 }
 
 func familyOf(p netip.Prefix) int {

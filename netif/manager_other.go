@@ -25,6 +25,16 @@ func (m *Manager) PrimaryIPv4(ifname string, exclude []netip.Prefix) (netip.Addr
 	return netip.Addr{}, ErrUnsupported
 }
 
+// LinkLocal fails with ErrUnsupported outside Linux.
+func (m *Manager) LinkLocal(ifname string) (netip.Addr, bool, error) {
+	return netip.Addr{}, false, ErrUnsupported
+}
+
+// VIPState fails with ErrUnsupported outside Linux.
+func (m *Manager) VIPState(ifname string, vip netip.Prefix) (AddrState, error) {
+	return 0, ErrUnsupported
+}
+
 // AddVIP fails with ErrUnsupported outside Linux.
 func (m *Manager) AddVIP(ifname string, vip netip.Prefix, label string) error { return ErrUnsupported }
 

@@ -13,14 +13,27 @@ import (
 var (
 	// ErrNoLink reports that the named link does not exist.
 	ErrNoLink = errors.New("netif: no such link")
-	// ErrNoAddress reports that a link has no usable IPv4 address.
+	// ErrNoAddress reports that a link has no usable IPv4 address (from
+	// PrimaryIPv4), no IPv6 link-local address (from LinkLocal), or not
+	// the address asked about (from VIPState).
 	ErrNoAddress = errors.New("netif: no IPv4 address")
+	// ErrDADFailed reports an IPv6 address that the kernel found in use by
+	// another host on the link (state dadfailed): it is configured but
+	// neither sends nor receives.
+	ErrDADFailed = errors.New("netif: duplicate address detection failed")
 	// ErrUnsupported is returned by New on operating systems without netlink.
 	ErrUnsupported = errors.New("netif: not supported on this operating system")
 	// ErrNotOurs reports an address equal to a VIP that vipd did not add
 	// (an administrator's own, say): RemoveVIP leaves it in place.
 	ErrNotOurs = errors.New("netif: address not added by vipd")
 )
+
+// noAddressError says which address is missing where; it matches
+// ErrNoAddress.
+type noAddressError struct{ what, ifname string }
+
+func (e *noAddressError) Error() string        { return "netif: no " + e.what + " on " + e.ifname }
+func (e *noAddressError) Is(target error) bool { return target == ErrNoAddress }
 
 // A ForeignAddressError names an address that RemoveVIP kept because it is
 // not vipd's. It matches ErrNotOurs with errors.Is.
@@ -42,6 +55,9 @@ func (e *ForeignAddressError) Error() string {
 // Why says what tells the address from vipd's, e.g. `has label
 // "eth0:admin", not vipd's "eth0:vip"`.
 func (e *ForeignAddressError) Why() string {
+	if e.Prefix.Addr().Is6() {
+		return "lacks the flags vipd gives its IPv6 addresses (nodad, preferred_lft 0): not known to be vipd's"
+	}
 	label := "no label"
 	if e.Label != "" {
 		label = fmt.Sprintf("label %q", e.Label)
@@ -97,6 +113,10 @@ const (
 	AddrAdded
 	// AddrRemoved: an address disappeared.
 	AddrRemoved
+	// AddrChanged: an address already reported changed its State, such as
+	// an IPv6 address leaving the tentative state or failing duplicate
+	// address detection. Lifetime updates are not reported.
+	AddrChanged
 	// LinkUp: the link became up (admin up with carrier), or was first seen up.
 	LinkUp
 	// LinkDown: the link lost carrier or was set down, or was first seen down.
@@ -106,7 +126,7 @@ const (
 	numEventKinds
 )
 
-var eventKindNames = [numEventKinds]string{"invalid", "addr-added", "addr-removed", "link-up", "link-down", "link-gone"}
+var eventKindNames = [numEventKinds]string{"invalid", "addr-added", "addr-removed", "addr-changed", "link-up", "link-down", "link-gone"}
 
 func (k EventKind) String() string {
 	if k >= numEventKinds {
@@ -124,10 +144,41 @@ type Event struct {
 	Index int
 	// Up is the link state for LinkUp and LinkDown; false otherwise.
 	Up bool
-	// Prefix is the address for AddrAdded and AddrRemoved.
+	// Prefix is the address for AddrAdded, AddrRemoved and AddrChanged.
 	Prefix netip.Prefix
+	// State is the address's state for AddrAdded and AddrChanged (IPv4
+	// addresses are always AddrReady); zero otherwise.
+	State AddrState
 	// At is when the message was received.
 	At time.Time
+}
+
+// AddrState is the duplicate address detection state of an address (RFC
+// 4862 section 5.4). IPv4 addresses are always AddrReady.
+type AddrState uint8
+
+// Address states; the zero value is invalid so a forgotten field shows.
+const (
+	addrStateInvalid AddrState = iota
+	// AddrReady: usable, as a source too.
+	AddrReady
+	// AddrTentative: duplicate address detection is running (or waits for
+	// carrier); the kernel neither sends from the address nor accepts
+	// packets to it.
+	AddrTentative
+	// AddrDADFailed: another host on the link has the address; it stays
+	// configured but unusable until removed.
+	AddrDADFailed
+	numAddrStates
+)
+
+var addrStateNames = [numAddrStates]string{"invalid", "ready", "tentative", "dadfailed"}
+
+func (s AddrState) String() string {
+	if s >= numAddrStates {
+		return addrStateNames[addrStateInvalid]
+	}
+	return addrStateNames[s]
 }
 
 // An Option configures New.
@@ -166,8 +217,10 @@ type OwnedAddr struct {
 }
 
 // WithOwned lists addresses known to be vipd's, for interfaces whose names
-// leave no room for the "<ifname>:vip" label (and for IPv6, which has no
-// labels), where an address's label cannot tell. Without it RemoveVIP
+// leave no room for the "<ifname>:vip" label, where an address's label
+// cannot tell. (IPv6 addresses have no labels; there an address is vipd's
+// when it carries vipd's flags, nodad with a preferred lifetime of 0, when
+// this Manager added it, or when it is listed here.) Without it RemoveVIP
 // takes an unlabelled address there for vipd's: a daemon must not keep a
 // VIP it may have added, or two hosts hold it. With it (even an empty
 // list), only the listed addresses and those this Manager added count,

@@ -10,6 +10,7 @@ func TestEventKindString(t *testing.T) {
 		{eventInvalid, "invalid"},
 		{AddrAdded, "addr-added"},
 		{AddrRemoved, "addr-removed"},
+		{AddrChanged, "addr-changed"},
 		{LinkUp, "link-up"},
 		{LinkDown, "link-down"},
 		{LinkGone, "link-gone"},
@@ -19,6 +20,17 @@ func TestEventKindString(t *testing.T) {
 	for _, tt := range tests {
 		if got := tt.k.String(); got != tt.want {
 			t.Errorf("EventKind(%d).String() = %q, want %q", tt.k, got, tt.want)
+		}
+	}
+}
+
+func TestAddrStateString(t *testing.T) {
+	for s, want := range map[AddrState]string{
+		addrStateInvalid: "invalid", AddrReady: "ready", AddrTentative: "tentative",
+		AddrDADFailed: "dadfailed", numAddrStates: "invalid", 200: "invalid",
+	} {
+		if got := s.String(); got != want {
+			t.Errorf("AddrState(%d).String() = %q, want %q", s, got, want)
 		}
 	}
 }

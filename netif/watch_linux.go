@@ -119,7 +119,7 @@ func (m *Manager) Watch(ctx context.Context, events chan<- Event) error {
 		m:     m,
 		out:   events,
 		links: make(map[int]linkState),
-		addrs: make(map[addrKey]struct{}),
+		addrs: make(map[addrKey]AddrState),
 		names: make(map[int]string),
 	}
 	backoff := m.minBackoff
@@ -162,9 +162,9 @@ type addrKey struct {
 type watcher struct {
 	m     *Manager
 	out   chan<- Event
-	links map[int]linkState    // links reported in the current subscription
-	addrs map[addrKey]struct{} // addresses reported in the current subscription
-	names map[int]string       // index to name, for address events
+	links map[int]linkState     // links reported in the current subscription
+	addrs map[addrKey]AddrState // addresses reported in the current subscription
+	names map[int]string        // index to name, for address events
 }
 
 // run holds one pair of subscriptions until ctx ends or one of them closes.
@@ -279,7 +279,7 @@ func (w *watcher) resync(ctx context.Context) error {
 		}
 	}
 	w.links = make(map[int]linkState)
-	w.addrs = make(map[addrKey]struct{})
+	w.addrs = make(map[addrKey]AddrState)
 	w.names = nowLinks
 	return nil
 }
@@ -335,20 +335,27 @@ func (w *watcher) addr(ctx context.Context, u netlink.AddrUpdate, at time.Time) 
 		return nil
 	}
 	k := addrKey{u.LinkIndex, p}
-	_, seen := w.addrs[k]
-	kind := AddrRemoved
-	if u.NewAddr {
-		kind = AddrAdded
-	}
+	prev, seen := w.addrs[k]
+	ev := Event{Kind: AddrRemoved, Index: k.index, Prefix: p, At: at}
 	switch {
-	case u.NewAddr && seen, !u.NewAddr && !seen:
-		return nil // a repeat, such as an IPv6 lifetime update
-	case u.NewAddr:
-		w.addrs[k] = struct{}{}
-	default:
+	case !u.NewAddr && !seen:
+		return nil
+	case !u.NewAddr:
 		delete(w.addrs, k)
+	default:
+		ev.State = stateOf(u.Flags)
+		switch {
+		case !seen:
+			ev.Kind = AddrAdded
+		case prev != ev.State:
+			ev.Kind = AddrChanged
+		default:
+			return nil // a repeat, such as an IPv6 lifetime update
+		}
+		w.addrs[k] = ev.State
 	}
-	return w.emit(ctx, Event{Kind: kind, Link: w.name(k.index), Index: k.index, Prefix: p, At: at})
+	ev.Link = w.name(k.index)
+	return w.emit(ctx, ev)
 }
 
 // name names a link for an address event. The link's own messages come on
@@ -383,7 +390,7 @@ func sortedKeys[V any](m map[int]V) []int {
 	return keys
 }
 
-func sortedAddrKeys(m map[addrKey]struct{}) []addrKey {
+func sortedAddrKeys(m map[addrKey]AddrState) []addrKey {
 	keys := make([]addrKey, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

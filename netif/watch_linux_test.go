@@ -127,6 +127,12 @@ func addrMsg(add bool, index int, p string) netlink.AddrUpdate {
 	return netlink.AddrUpdate{LinkAddress: *ipNet(netip.MustParsePrefix(p)), LinkIndex: index, NewAddr: add}
 }
 
+func addrMsgFlags(index int, p string, flags int) netlink.AddrUpdate {
+	u := addrMsg(true, index, p)
+	u.Flags = flags
+	return u
+}
+
 func addr(index int, p string) netlink.Addr {
 	return netlink.Addr{IPNet: ipNet(netip.MustParsePrefix(p)), LinkIndex: index}
 }
@@ -219,10 +225,10 @@ func TestWatchAddresses(t *testing.T) {
 	s.addrs <- addrMsg(false, 2, "198.51.100.10/32") // repeat
 	s.addrs <- addrMsg(true, 9, "198.51.100.9/32")   // a link nobody can name
 	expect(t, events,
-		Event{Kind: AddrAdded, Link: "eth0", Index: 2, Prefix: netip.MustParsePrefix("198.51.100.1/24")},
-		Event{Kind: AddrAdded, Link: "eth0", Index: 2, Prefix: netip.MustParsePrefix("198.51.100.10/32")},
+		Event{Kind: AddrAdded, Link: "eth0", Index: 2, Prefix: netip.MustParsePrefix("198.51.100.1/24"), State: AddrReady},
+		Event{Kind: AddrAdded, Link: "eth0", Index: 2, Prefix: netip.MustParsePrefix("198.51.100.10/32"), State: AddrReady},
 		Event{Kind: AddrRemoved, Link: "eth0", Index: 2, Prefix: netip.MustParsePrefix("198.51.100.10/32")},
-		Event{Kind: AddrAdded, Index: 9, Prefix: netip.MustParsePrefix("198.51.100.9/32")},
+		Event{Kind: AddrAdded, Index: 9, Prefix: netip.MustParsePrefix("198.51.100.9/32"), State: AddrReady},
 	)
 
 	// Deleting a link reports its addresses gone first, and the kernel's
@@ -255,9 +261,9 @@ func TestWatchResubscribes(t *testing.T) {
 	s.addrs <- addrMsg(true, 3, "198.51.100.2/24")
 	s.addrs <- addrMsg(true, 2, "198.51.100.10/32")
 	expect(t, events,
-		Event{Kind: AddrAdded, Link: "eth0", Index: 2, Prefix: netip.MustParsePrefix("198.51.100.1/24")},
-		Event{Kind: AddrAdded, Link: "eth1", Index: 3, Prefix: netip.MustParsePrefix("198.51.100.2/24")},
-		Event{Kind: AddrAdded, Link: "eth0", Index: 2, Prefix: netip.MustParsePrefix("198.51.100.10/32")},
+		Event{Kind: AddrAdded, Link: "eth0", Index: 2, Prefix: netip.MustParsePrefix("198.51.100.1/24"), State: AddrReady},
+		Event{Kind: AddrAdded, Link: "eth1", Index: 3, Prefix: netip.MustParsePrefix("198.51.100.2/24"), State: AddrReady},
+		Event{Kind: AddrAdded, Link: "eth0", Index: 2, Prefix: netip.MustParsePrefix("198.51.100.10/32"), State: AddrReady},
 	)
 
 	// While no subscription is open, eth1 and the VIP vanish.
@@ -274,7 +280,7 @@ func TestWatchResubscribes(t *testing.T) {
 	s.links <- newLink(2, "eth0", true)
 	expect(t, events, Event{Kind: LinkUp, Link: "eth0", Index: 2, Up: true})
 	s.addrs <- addrMsg(true, 2, "198.51.100.1/24")
-	expect(t, events, Event{Kind: AddrAdded, Link: "eth0", Index: 2, Prefix: netip.MustParsePrefix("198.51.100.1/24")})
+	expect(t, events, Event{Kind: AddrAdded, Link: "eth0", Index: 2, Prefix: netip.MustParsePrefix("198.51.100.1/24"), State: AddrReady})
 
 	// The address channel closing works the same way.
 	s.closeAddrs()
@@ -327,4 +333,30 @@ func TestPrefixConversion(t *testing.T) {
 	if _, ok := prefixFromIPNet(nil); ok {
 		t.Error("prefixFromIPNet(nil) ok")
 	}
+}
+
+// An IPv6 address changing state is reported; a lifetime update is not.
+func TestWatchAddressStates(t *testing.T) {
+	f := newFakeSource()
+	f.set([]netlink.Link{device(2, "eth0", true)}, nil)
+	events := startFakeWatch(t, f)
+	s := <-f.subs
+
+	const ll, vip = "fe80::1/64", "2001:db8::10/128"
+	s.addrs <- addrMsgFlags(2, ll, unix.IFA_F_TENTATIVE|unix.IFA_F_PERMANENT)
+	s.addrs <- addrMsgFlags(2, ll, unix.IFA_F_TENTATIVE|unix.IFA_F_PERMANENT) // repeat
+	s.addrs <- addrMsgFlags(2, ll, unix.IFA_F_PERMANENT)
+	s.addrs <- addrMsgFlags(2, ll, unix.IFA_F_PERMANENT) // lifetime update
+	s.addrs <- addrMsgFlags(2, vip, unix.IFA_F_TENTATIVE)
+	s.addrs <- addrMsgFlags(2, vip, unix.IFA_F_TENTATIVE|unix.IFA_F_DADFAILED)
+	s.addrs <- addrMsg(false, 2, vip)
+	s.addrs <- addrMsgFlags(2, vip, unix.IFA_F_NODAD)
+	expect(t, events,
+		Event{Kind: AddrAdded, Link: "eth0", Index: 2, Prefix: netip.MustParsePrefix(ll), State: AddrTentative},
+		Event{Kind: AddrChanged, Link: "eth0", Index: 2, Prefix: netip.MustParsePrefix(ll), State: AddrReady},
+		Event{Kind: AddrAdded, Link: "eth0", Index: 2, Prefix: netip.MustParsePrefix(vip), State: AddrTentative},
+		Event{Kind: AddrChanged, Link: "eth0", Index: 2, Prefix: netip.MustParsePrefix(vip), State: AddrDADFailed},
+		Event{Kind: AddrRemoved, Link: "eth0", Index: 2, Prefix: netip.MustParsePrefix(vip)},
+		Event{Kind: AddrAdded, Link: "eth0", Index: 2, Prefix: netip.MustParsePrefix(vip), State: AddrReady},
+	)
 }

@@ -27,10 +27,14 @@ var _ Conn = (*ipv4Conn)(nil)
 // (keepalived and FRR send VRRP with TOS 0xc0).
 const tosInternetControl = 0xc0
 
-// Listen opens the VRRP socket of ifi. It needs CAP_NET_RAW.
+// Listen opens the VRRP socket of ifi for the family of opts.Source: raw
+// IPv4 for an IPv4 source, raw IPv6 for an IPv6 one. It needs CAP_NET_RAW.
 func Listen(ifi *net.Interface, opts Options) (Conn, error) {
+	if opts.Source.Is6() && !opts.Source.Is4In6() {
+		return listen6(ifi, opts)
+	}
 	if !opts.Source.Is4() {
-		return nil, fmt.Errorf("transport: source %v is not an IPv4 address", opts.Source)
+		return nil, fmt.Errorf("transport: source %v is neither an IPv4 nor an IPv6 address", opts.Source)
 	}
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
