@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync"
 
 	mdarp "github.com/mdlayher/arp"
 	"github.com/mdlayher/ethernet"
@@ -29,18 +30,72 @@ var (
 	ErrUnsupported = errors.New("arp: not supported on this operating system")
 )
 
+// maxCachedVIPs bounds the frames an Announcer keeps ready: about 200
+// bytes a VIP. VIPs beyond it are announced with frames built each time.
+const maxCachedVIPs = 1024
+
 // An Announcer sends gratuitous ARP for VIPs on one interface. It is safe
-// for concurrent use.
+// for concurrent use, so one Announcer can serve every instance on the
+// interface. It keeps each VIP's frames once built (see Prepare), so that
+// announcing is one write a frame.
 type Announcer struct {
 	ifname string
 	mac    net.HardwareAddr
 	conn   net.PacketConn
+	to     net.Addr // Ethernet broadcast
+
+	mu     sync.Mutex
+	frames map[netip.Addr]*vipFrames
+}
+
+// vipFrames are a VIP's frames. The bytes never change once built: a
+// writer copies the slices out under the lock and writes without it.
+type vipFrames struct {
+	request, reply []byte // the gratuitous ARP
+	probe          []byte // nil until the first Probe
+	probeFrom      netip.Addr
 }
 
 // New returns an Announcer that writes frames for ifi to conn, addressed as
 // *packet.Addr. It takes ifi's MAC address now.
 func New(ifi *net.Interface, conn net.PacketConn) *Announcer {
-	return &Announcer{ifname: ifi.Name, mac: ifi.HardwareAddr, conn: conn}
+	return &Announcer{
+		ifname: ifi.Name, mac: ifi.HardwareAddr, conn: conn,
+		to:     &packet.Addr{HardwareAddr: ethernet.Broadcast},
+		frames: make(map[netip.Addr]*vipFrames),
+	}
+}
+
+// Prepare builds the frames for vips now and forgets those of any other
+// VIP, so that the first Announce after a takeover only writes. Call it
+// with every VIP of the interface at start and on reload. An address that
+// ARP cannot announce is an error and changes nothing.
+func (a *Announcer) Prepare(vips []netip.Addr) error {
+	if len(a.mac) != 6 {
+		return fmt.Errorf("%w: %s", ErrNotEthernet, a.ifname)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	next := make(map[netip.Addr]*vipFrames, min(len(vips), maxCachedVIPs))
+	for _, vip := range vips {
+		vip = vip.Unmap()
+		if !vip.Is4() || vip.IsUnspecified() {
+			return fmt.Errorf("%w: %v", ErrNotIPv4, vip)
+		}
+		if _, ok := next[vip]; ok || len(next) == maxCachedVIPs {
+			continue
+		}
+		f, ok := a.frames[vip]
+		if !ok {
+			var err error
+			if f, err = a.build(vip); err != nil {
+				return err
+			}
+		}
+		next[vip] = f
+	}
+	a.frames = next
+	return nil
 }
 
 // Announce broadcasts that vip is at this interface's MAC address, as an
@@ -53,14 +108,23 @@ func (a *Announcer) Announce(vip netip.Addr) error {
 	if len(a.mac) != 6 {
 		return fmt.Errorf("%w: %s", ErrNotEthernet, a.ifname)
 	}
+	a.mu.Lock()
+	f, err := a.lookup(vip)
+	var request, reply []byte
+	if f != nil {
+		request, reply = f.request, f.reply
+	}
+	a.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	var errs []error
-	for _, op := range []Operation{OperationRequest, OperationReply} {
-		b, err := gratuitous(op, a.mac, vip)
-		if err == nil {
-			_, err = a.conn.WriteTo(b, &packet.Addr{HardwareAddr: ethernet.Broadcast})
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("arp: announcing %v on %s (%v): %w", vip, a.ifname, op, err))
+	for _, x := range []struct {
+		op Operation
+		b  []byte
+	}{{OperationRequest, request}, {OperationReply, reply}} {
+		if _, err := a.conn.WriteTo(x.b, a.to); err != nil {
+			errs = append(errs, fmt.Errorf("arp: announcing %v on %s (%v): %w", vip, a.ifname, x.op, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -78,20 +142,22 @@ func (a *Announcer) Probe(vip, from netip.Addr) error {
 	if len(a.mac) != 6 {
 		return fmt.Errorf("%w: %s", ErrNotEthernet, a.ifname)
 	}
-	p, err := mdarp.NewPacket(OperationRequest, a.mac, from, ethernet.Broadcast, vip)
+	a.mu.Lock()
+	f, err := a.lookup(vip)
+	var b []byte
+	if err == nil {
+		if f.probe == nil || f.probeFrom != from {
+			if f.probe, err = probeFrame(a.mac, vip, from); err == nil {
+				f.probeFrom = from
+			}
+		}
+		b = f.probe
+	}
+	a.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	p.TargetHardwareAddr = net.HardwareAddr{0, 0, 0, 0, 0, 0} // unknown, as RFC 826 asks
-	pb, err := p.MarshalBinary()
-	if err != nil {
-		return err
-	}
-	fb, err := (&ethernet.Frame{Destination: ethernet.Broadcast, Source: a.mac, EtherType: ethernet.EtherTypeARP, Payload: pb}).MarshalBinary()
-	if err != nil {
-		return err
-	}
-	if _, err := a.conn.WriteTo(fb, &packet.Addr{HardwareAddr: ethernet.Broadcast}); err != nil {
+	if _, err := a.conn.WriteTo(b, a.to); err != nil {
 		return fmt.Errorf("arp: probing %v on %s: %w", vip, a.ifname, err)
 	}
 	return nil
@@ -99,6 +165,49 @@ func (a *Announcer) Probe(vip, from netip.Addr) error {
 
 // Close closes the connection.
 func (a *Announcer) Close() error { return a.conn.Close() }
+
+// lookup returns vip's frames, building and keeping them if there is room.
+// The caller holds mu.
+func (a *Announcer) lookup(vip netip.Addr) (*vipFrames, error) {
+	if f, ok := a.frames[vip]; ok {
+		return f, nil
+	}
+	f, err := a.build(vip)
+	if err != nil {
+		return nil, err
+	}
+	if len(a.frames) < maxCachedVIPs {
+		a.frames[vip] = f
+	}
+	return f, nil
+}
+
+func (a *Announcer) build(vip netip.Addr) (*vipFrames, error) {
+	request, err := gratuitous(OperationRequest, a.mac, vip)
+	if err != nil {
+		return nil, fmt.Errorf("arp: building the announcement of %v: %w", vip, err)
+	}
+	reply, err := gratuitous(OperationReply, a.mac, vip)
+	if err != nil {
+		return nil, fmt.Errorf("arp: building the announcement of %v: %w", vip, err)
+	}
+	return &vipFrames{request: request, reply: reply}, nil
+}
+
+// probeFrame builds a broadcast request from mac and from asking who has
+// vip.
+func probeFrame(mac net.HardwareAddr, vip, from netip.Addr) ([]byte, error) {
+	p, err := mdarp.NewPacket(OperationRequest, mac, from, ethernet.Broadcast, vip)
+	if err != nil {
+		return nil, err
+	}
+	p.TargetHardwareAddr = net.HardwareAddr{0, 0, 0, 0, 0, 0} // unknown, as RFC 826 asks
+	pb, err := p.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	return (&ethernet.Frame{Destination: ethernet.Broadcast, Source: mac, EtherType: ethernet.EtherTypeARP, Payload: pb}).MarshalBinary()
+}
 
 // gratuitous builds a broadcast frame saying vip is at mac: sender and
 // target IP are both vip, the sender MAC is mac.

@@ -18,6 +18,7 @@ import (
 	mdarp "github.com/mdlayher/arp"
 	"github.com/mdlayher/ethernet"
 	"github.com/mdlayher/packet"
+	"golang.org/x/net/bpf"
 )
 
 var (
@@ -256,6 +257,7 @@ func TestParseClaim(t *testing.T) {
 	tests := []struct {
 		name    string
 		b       []byte
+		set     []netip.Addr // nil: every address
 		want    Claim
 		ok      bool
 		wantErr bool
@@ -270,6 +272,24 @@ func TestParseClaim(t *testing.T) {
 			name: "ordinary request from another address",
 			b:    claimFrame(t, OperationRequest, other, nil),
 			want: Claim{IP: other, MAC: theirMAC, Op: OperationRequest, Target: testVIP}, ok: true,
+		},
+		{
+			name: "sender in the set",
+			b:    claimFrame(t, OperationReply, testVIP, nil),
+			set:  []netip.Addr{other, testVIP},
+			want: Claim{IP: testVIP, MAC: theirMAC, Op: OperationReply, Target: testVIP}, ok: true,
+		},
+		{
+			name: "sender not in the set",
+			b:    claimFrame(t, OperationRequest, other, nil),
+			set:  []netip.Addr{testVIP},
+		},
+		{name: "empty set", b: valid, set: []netip.Addr{}},
+		{
+			// The kernel moves VLAN tags out of the frame before a packet
+			// socket sees it: a tag in the frame is not ARP.
+			name: "VLAN tag in the frame",
+			b:    claimFrame(t, OperationRequest, testVIP, func(f *ethernet.Frame, _ *mdarp.Packet) { f.VLAN = &ethernet.VLAN{ID: 10} }),
 		},
 		{
 			name: "IEEE 802 hardware type",
@@ -315,7 +335,14 @@ func TestParseClaim(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok, err := parseClaim(tt.b, ourMAC)
+			var set *addrSet
+			if tt.set != nil {
+				var err error
+				if set, err = newAddrSet(tt.set); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, ok, err := parseClaim(tt.b, ourMAC, set)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
 			}
@@ -335,19 +362,84 @@ func withByte(b []byte, i int, v byte) []byte {
 	return b
 }
 
+// referenceClaim is how parseClaim decoded frames with the libraries
+// before it decoded them in place: the fuzz test holds the two together.
+func referenceClaim(b []byte, own net.HardwareAddr) (c Claim, ok bool, err error) {
+	var f ethernet.Frame
+	if err := f.UnmarshalBinary(b); err != nil {
+		return Claim{}, false, err
+	}
+	if f.EtherType != ethernet.EtherTypeARP {
+		return Claim{}, false, nil
+	}
+	var p mdarp.Packet
+	if err := p.UnmarshalBinary(f.Payload); err != nil {
+		return Claim{}, false, err
+	}
+	if (p.HardwareType != hardwareEthernet && p.HardwareType != hardwareIEEE802) ||
+		p.ProtocolType != uint16(ethernet.EtherTypeIPv4) || p.HardwareAddrLength != 6 || p.IPLength != 4 {
+		return Claim{}, false, errNotEthernetIPv4
+	}
+	if p.Operation != OperationRequest && p.Operation != OperationReply {
+		return Claim{}, false, nil
+	}
+	if bytes.Equal(p.SenderHardwareAddr, own) || bytes.Equal(f.Source, own) {
+		return Claim{}, false, nil
+	}
+	if !p.SenderIP.Is4() || p.SenderIP.IsUnspecified() {
+		return Claim{}, false, nil
+	}
+	return Claim{IP: p.SenderIP, MAC: p.SenderHardwareAddr, Op: p.Operation, Target: p.TargetIP}, true, nil
+}
+
 func FuzzParseClaim(f *testing.F) {
 	f.Add(claimFrame(f, OperationRequest, testVIP, nil))
 	f.Add(claimFrame(f, OperationReply, netip.MustParseAddr("198.51.100.2"), nil))
 	f.Add(withByte(claimFrame(f, OperationRequest, testVIP, nil), 14+4, 255))
 	f.Add(withByte(claimFrame(f, OperationRequest, testVIP, nil), 14+5, 255))
+	f.Add(claimFrame(f, OperationRequest, testVIP, nil)[:14+28])
+	f.Add(claimFrame(f, OperationRequest, testVIP, nil)[:14+27])
 	f.Add([]byte{})
+	set, err := newAddrSet([]netip.Addr{testVIP})
+	if err != nil {
+		f.Fatal(err)
+	}
+	vm, err := bpf.NewVM(claimFilter(ourMAC, set.sorted))
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		c, ok, err := parseClaim(b, ourMAC)
+		c, ok, err := parseClaim(b, ourMAC, nil)
 		if err != nil && ok {
 			t.Fatal("ok with an error")
 		}
 		if ok && (!c.IP.Is4() || c.IP.IsUnspecified() || len(c.MAC) != 6 || bytes.Equal(c.MAC, ourMAC)) {
 			t.Fatalf("bad claim %+v", c)
+		}
+		// A frame with a VLAN tag the libraries decode; a packet socket
+		// never sees one.
+		if len(b) < 14 || !bytes.Equal(b[12:14], []byte{0x81, 0x00}) && !bytes.Equal(b[12:14], []byte{0x88, 0xa8}) {
+			rc, rok, rerr := referenceClaim(b, ourMAC)
+			if (rerr != nil) != (err != nil) || rok != ok {
+				t.Fatalf("parseClaim = ok %v, %v; the libraries say ok %v, %v", ok, err, rok, rerr)
+			}
+			if diff := cmp.Diff(rc, c, cmpopts.EquateComparable(netip.Addr{})); diff != "" {
+				t.Fatalf("claim differs from the libraries' (-libraries +parseClaim):\n%s", diff)
+			}
+		}
+
+		// The kernel filter passes every claim of the set, and nothing
+		// that user space would find malformed.
+		c, ok, err = parseClaim(b, ourMAC, set)
+		pass, verr := vm.Run(b)
+		if verr != nil {
+			t.Fatalf("filter: %v", verr)
+		}
+		if ok && pass == 0 {
+			t.Fatalf("filter drops the claim %+v", c)
+		}
+		if pass > 0 && err != nil {
+			t.Fatalf("filter passes a malformed frame (%v)", err)
 		}
 	})
 }

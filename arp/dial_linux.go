@@ -6,8 +6,11 @@ import (
 	"net"
 
 	"github.com/mdlayher/packet"
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
+
+var _ filterConn = (*packet.Conn)(nil)
 
 // Dial opens a send-only packet socket on ifi and returns an Announcer for
 // it. It needs CAP_NET_RAW.
@@ -25,12 +28,18 @@ func Dial(ifi *net.Interface) (*Announcer, error) {
 }
 
 // ListenMonitor opens a packet socket receiving ARP on ifi and returns a
-// Monitor for it. It needs CAP_NET_RAW.
+// Monitor for it. It needs CAP_NET_RAW. Its kernel filter passes other
+// hosts' Ethernet/IPv4 ARP until SetAddresses narrows it to the VIPs.
 func ListenMonitor(ifi *net.Interface) (*Monitor, error) {
 	if len(ifi.HardwareAddr) != 6 {
 		return nil, fmt.Errorf("%w: %s", ErrNotEthernet, ifi.Name)
 	}
-	c, err := packet.Listen(ifi, packet.Raw, unix.ETH_P_ARP, nil)
+	filter, err := bpf.Assemble(claimFilter(ifi.HardwareAddr, nil))
+	if err != nil {
+		return nil, fmt.Errorf("arp: assembling the ARP filter: %w", err)
+	}
+	// The filter goes on before bind, so no frame is queued unfiltered.
+	c, err := packet.Listen(ifi, packet.Raw, unix.ETH_P_ARP, &packet.Config{Filter: filter})
 	if err != nil {
 		return nil, fmt.Errorf("arp: opening packet socket on %s: %w", ifi.Name, err)
 	}
