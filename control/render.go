@@ -172,7 +172,7 @@ func prefixString(p netip.Prefix) string {
 }
 
 func hasDetails(st InstanceStatus) bool {
-	return len(st.Trackers) > 0 || len(st.Counters.Drops) > 0 || len(st.Warnings) > 0 || rfc9568Peers(st) != "" ||
+	return len(st.Trackers) > 0 || len(st.Counters.Drops) > 0 || len(st.Warnings) > 0 || rfc9568Peers(st) != "" || st.Waiting != "" ||
 		st.Drained || len(st.VIPs) > 1 || otherMaster(st) || hasParts(st.Priority)
 }
 
@@ -258,6 +258,9 @@ func renderDetails(w io.Writer, st InstanceStatus, now time.Time) {
 	}
 	if len(st.Counters.Drops) > 0 {
 		fmt.Fprintf(tw, "  drops\t%s\n", dropsLine(st.Counters.Drops))
+	}
+	if st.Waiting != "" {
+		fmt.Fprintf(tw, "  waiting\t%s\n", st.Waiting)
 	}
 	if peers := rfc9568Peers(st); peers != "" {
 		fmt.Fprintf(tw, "  checksum\tRFC 9568 form (no IPv4 pseudo-header) from %s\n", peers)

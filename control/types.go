@@ -65,6 +65,10 @@ type InstanceStatus struct {
 	// (with the IPv4 pseudo-header, keepalived's and FRR's default) or
 	// rfc9568 (without, as Cisco and Juniper send).
 	PeerChecksums map[string]string `json:"peer_checksums,omitempty"`
+	// Waiting says what the instance waits for before it joins its group:
+	// the interface, its address, an IPv6 link-local address still in
+	// duplicate address detection.
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // Priority explains the priority this host advertises.

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"time"
 
 	"github.com/vipd/vipd/announce"
@@ -51,12 +50,12 @@ func (in *instance) armPolicy() {
 func (in *instance) silent() bool { return in.m != nil && in.m.Silent() }
 
 func (in *instance) announce() {
-	if in.announcer == nil || !in.holder.held || in.silent() {
+	if in.ann == nil || !in.holder.held || in.silent() {
 		return
 	}
 	for _, v := range in.cfg.VIPs {
-		if err := in.announcer.Announce(v.Addr()); err != nil {
-			in.log.Warn("gratuitous ARP failed", "vip", v, "error", err)
+		if err := in.ann.announce.Announce(v.Addr()); err != nil {
+			in.log.Warn("announcing the address failed", "vip", v, "error", err)
 			continue
 		}
 		in.counters.garpSent.Add(1)
@@ -66,11 +65,11 @@ func (in *instance) announce() {
 // probe asks who else holds our VIPs: a host that answers is a second
 // owner (see onClaim).
 func (in *instance) probe() {
-	if in.announcer == nil || in.monitor == nil || in.silent() {
+	if in.ann == nil || in.ann.monitor == nil || in.silent() {
 		return
 	}
 	for _, v := range in.cfg.VIPs {
-		if err := in.announcer.Probe(v.Addr(), in.primary); err != nil {
+		if err := in.ann.announce.Probe(v.Addr(), in.primary); err != nil {
 			in.log.Debug("ARP probe failed", "vip", v, "error", err)
 		}
 	}
@@ -105,37 +104,6 @@ func (in *instance) onClaim(c arp.Claim) {
 	in.runPolicy(in.policy.Claimed(announce.Claim{
 		Addr: c.IP, MAC: c.MAC.String(), Announcement: c.Gratuitous(), At: at,
 	}, nil))
-}
-
-// startMonitor runs the ARP monitor, if any, until stopMonitor.
-func (in *instance) startMonitor() {
-	mon := in.monitor
-	if mon == nil {
-		in.stopMon = func() {}
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		err := mon.Run(ctx, func(c arp.Claim) {
-			select {
-			case in.claims <- c:
-			default: // a storm of claims: the next one will do
-			}
-		})
-		if err != nil && ctx.Err() == nil {
-			in.log.Warn("ARP monitor stopped", "error", err)
-		}
-	}()
-	in.stopMon = func() { cancel(); <-done }
-}
-
-func (in *instance) stopMonitor() {
-	if in.stopMon != nil {
-		in.stopMon()
-		in.stopMon = nil
-	}
 }
 
 // takeoverGrace is how long a new Master advertises before it takes the

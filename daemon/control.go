@@ -44,6 +44,7 @@ func (d *Daemon) StatusReport() []control.InstanceStatus {
 				Drops:           st.Drops,
 			},
 			Warnings: st.Warnings,
+			Waiting:  st.Waiting,
 		}
 		for a, f := range st.PeerChecksums {
 			if cs.PeerChecksums == nil {

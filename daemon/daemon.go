@@ -59,15 +59,16 @@ type Daemon struct {
 	env  Env
 	opts Options
 
-	heldMu    sync.Mutex    // serialises writes of Options.HeldFile
-	heldDirty chan struct{} // the held set changed: rewrite the file
-	sockets   *socketPool   // the VRRP sockets, one per interface and source
-	reloadMu  sync.Mutex    // one reload at a time
-	mu        sync.Mutex    // guards cfg, instances, history
-	cfg       *config.Config
-	instances []*running
-	history   []Transition // a ring: oldest first once full
-	histNext  int
+	heldMu     sync.Mutex     // serialises writes of Options.HeldFile
+	heldDirty  chan struct{}  // the held set changed: rewrite the file
+	sockets    *socketPool    // the VRRP sockets, one per interface and source
+	announcers *announcerPool // ARP and NDP, one per interface and family
+	reloadMu   sync.Mutex     // one reload at a time
+	mu         sync.Mutex     // guards cfg, instances, history
+	cfg        *config.Config
+	instances  []*running
+	history    []Transition // a ring: oldest first once full
+	histNext   int
 
 	// group owns the instances' goroutines for Run; hookRunners the notify
 	// hooks still queued by stopped instances.
@@ -109,6 +110,7 @@ func New(cfg *config.Config, log *slog.Logger, env Env, opts Options) (*Daemon, 
 	}
 	d := &Daemon{log: log, env: env, cfg: cfg, opts: opts, fatal: make(chan error, 1), heldDirty: make(chan struct{}, 1)}
 	d.sockets = newSocketPool(env, log)
+	d.announcers = newAnnouncerPool(env)
 	d.restoreHistory(opts.Handover)
 	for _, ic := range cfg.Instances {
 		in := d.newInstance(ic, cfg)
@@ -119,7 +121,7 @@ func New(cfg *config.Config, log *slog.Logger, env Env, opts Options) (*Daemon, 
 }
 
 func (d *Daemon) newInstance(ic config.Instance, cfg *config.Config) *instance {
-	return newInstance(ic, d.sockets, cfg.Global.StateDir, d.log, d.env, d.hooks())
+	return newInstance(ic, pools{sockets: d.sockets, announcers: d.announcers}, cfg.Global.StateDir, d.log, d.env, d.hooks())
 }
 
 // hooks are what instances report to the daemon.

@@ -17,6 +17,9 @@ import (
 type Links interface {
 	Link(name string) (netif.LinkInfo, error)
 	PrimaryIPv4(ifname string, exclude []netip.Prefix) (netip.Addr, error)
+	// LinkLocal is the interface's IPv6 link-local address, and whether
+	// duplicate address detection still runs on it.
+	LinkLocal(ifname string) (addr netip.Addr, tentative bool, err error)
 	AddVIP(ifname string, vip netip.Prefix, label string) error
 	RemoveVIP(ifname string, vip netip.Prefix) error
 	Watch(ctx context.Context, events chan<- netif.Event) error
@@ -46,6 +49,11 @@ type Env struct {
 	// ListenARP opens the monitor that spots another host claiming a VIP;
 	// nil turns the check off.
 	ListenARP func(ifi *net.Interface) (ARPMonitor, error)
+	// DialNDP and ListenNDP are the same for IPv6 (unsolicited Neighbor
+	// Advertisements, and claims by NA); nil: IPv6 VIPs are not announced,
+	// or not watched.
+	DialNDP   func(ifi *net.Interface) (Announcer, error)
+	ListenNDP func(ifi *net.Interface) (ARPMonitor, error)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// HostStats reads the host's pressure and CPU steal since its previous

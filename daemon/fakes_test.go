@@ -126,20 +126,21 @@ func (c *fakeConn) Close() error {
 
 // fakeHost is one host: its links, addresses and ARP announcements.
 type fakeHost struct {
-	mu       sync.Mutex
-	ifname   string
-	exists   bool
-	up       bool
-	cut      atomic.Bool
-	addr     netip.Addr
-	vips     map[netip.Prefix]bool
-	announce map[netip.Addr]int
-	events   chan netif.Event
-	lan      *fakeLAN
-	claims   chan arp.Claim // ARP packets of other hosts, as the monitor would see them
-	probes   int
-	opened   []transport.Options // every VRRP socket opened, in order
-	noAddr   bool                // the interface has no IPv4 address
+	mu        sync.Mutex
+	ifname    string
+	exists    bool
+	up        bool
+	cut       atomic.Bool
+	addr      netip.Addr
+	vips      map[netip.Prefix]bool
+	announce  map[netip.Addr]int
+	events    chan netif.Event
+	lan       *fakeLAN
+	claims    chan arp.Claim // ARP packets of other hosts, as the monitor would see them
+	probes    int
+	opened    []transport.Options // every VRRP socket opened, in order
+	noAddr    bool                // the interface has no IPv4 address
+	tentative bool                // its link-local address is in DAD
 }
 
 type fakeMonitor struct{ claims chan arp.Claim }
@@ -335,4 +336,17 @@ func (h *fakeHost) sockets() []transport.Options {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.opened)
+}
+
+// LinkLocal is the host's IPv6 link-local address, fe80::<last byte of its
+// IPv4 address>, tentative while h.tentative is set.
+func (h *fakeHost) LinkLocal(ifname string) (netip.Addr, bool, error) {
+	if _, err := h.Link(ifname); err != nil {
+		return netip.Addr{}, false, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var b [16]byte
+	b[0], b[1], b[15] = 0xfe, 0x80, h.addr.As4()[3]
+	return netip.AddrFrom16(b), h.tentative, nil
 }

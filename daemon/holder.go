@@ -80,6 +80,18 @@ func (h *addressHolder) restore(vip netip.Prefix) bool {
 	return true
 }
 
+// repair re-adds an IPv6 VIP that the kernel marked dadfailed (someone
+// else has the address, or added it without vipd's nodad); it reports
+// whether it did.
+func (h *addressHolder) repair(vip netip.Prefix) bool {
+	if !h.held || !slices.Contains(h.want, vip) {
+		return false
+	}
+	h.log.Warn("virtual address failed duplicate address detection: another host may have it; repairing it", "vip", vip)
+	h.reconcile(nil)
+	return true
+}
+
 func (h *addressHolder) reconcile(gone []netip.Prefix) {
 	for _, v := range gone {
 		h.remove(v)

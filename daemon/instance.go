@@ -64,31 +64,30 @@ type instance struct {
 	pub   published
 
 	// Owned by run.
-	cfg       config.Instance
-	m         *vrrp.Machine
-	policy    *announce.Policy
-	holder    *addressHolder
-	notify    *hookRunner
-	resume    *InstanceHandover // from the previous process, at start only
-	detach    bool              // stop without releasing: a re-exec takes over
-	trackers  *trackerSet
-	drained   bool
-	drainNote string
-	primary   netip.Addr
-	sockets   *socketPool
-	sock      *vrrpSocket // shared with the other instances on the link
-	announcer Announcer
-	monitor   ARPMonitor
-	stopMon   func()
-	linkIndex int
-	sendBuf   []byte
-	timers    [4]*time.Timer // by vrrp.Timer
-	dueAt     [4]time.Time   // when a precise timer is really due
-	policyT   *time.Timer
-	reopen    bool          // a reload changed the transport
-	handover  bool          // the machine's next release is a planned move
-	rx        *received     // the advert whose actions run now
-	late      time.Duration // how late the timer whose actions run now fired
+	cfg        config.Instance
+	m          *vrrp.Machine
+	policy     *announce.Policy
+	holder     *addressHolder
+	notify     *hookRunner
+	resume     *InstanceHandover // from the previous process, at start only
+	detach     bool              // stop without releasing: a re-exec takes over
+	trackers   *trackerSet
+	drained    bool
+	drainNote  string
+	primary    netip.Addr
+	sockets    *socketPool
+	sock       *vrrpSocket // shared with the other instances on the link
+	announcers *announcerPool
+	ann        *linkAnnouncer // the interface's announcer and claim monitor
+	linkIndex  int
+	sendBuf    []byte
+	timers     [4]*time.Timer // by vrrp.Timer
+	dueAt      [4]time.Time   // when a precise timer is really due
+	policyT    *time.Timer
+	reopen     bool          // a reload changed the transport
+	handover   bool          // the machine's next release is a planned move
+	rx         *received     // the advert whose actions run now
+	late       time.Duration // how late the timer whose actions run now fired
 
 	// collision is the latest VRID collision in words (dropMu).
 	collision   string
@@ -111,10 +110,11 @@ type instanceHooks struct {
 	hookRunners  *sync.WaitGroup
 }
 
-func newInstance(ic config.Instance, sockets *socketPool, stateDir string, log *slog.Logger, env Env, hooks instanceHooks) *instance {
+func newInstance(ic config.Instance, pools pools, stateDir string, log *slog.Logger, env Env, hooks instanceHooks) *instance {
 	in := &instance{
 		id:             instanceID{name: ic.Name, ifname: ic.Interface, vrid: ic.VRID},
-		sockets:        sockets,
+		sockets:        pools.sockets,
+		announcers:     pools.announcers,
 		hooks:          hooks,
 		stateDir:       stateDir,
 		cmds:           make(chan func(), 4),
@@ -212,7 +212,7 @@ func (in *instance) run(ctx context.Context) error {
 				in.close()
 				return err
 			}
-			in.policy = announce.New(policyConfig(in.cfg, in.monitor != nil), ifi.HardwareAddr.String())
+			in.policy = announce.New(policyConfig(in.cfg, in.ann.monitor != nil), ifi.HardwareAddr.String())
 			_, fault := in.health()
 			in.m.SetFault(fault, nil)
 			if r := in.resume; r != nil {
@@ -238,8 +238,6 @@ func (in *instance) run(ctx context.Context) error {
 // loop runs the election on an open socket until ctx ends (graceful stop,
 // returns false) or the link disappears (returns true: wait and reopen).
 func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
-	in.startMonitor()
-	defer in.stopMonitor()
 	out := make([]vrrp.Action, 0, 16)
 	for {
 		out = out[:0]
@@ -282,9 +280,8 @@ func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
 			continue
 		case ev := <-in.links:
 			out = in.onLinkEvent(ev, out)
-			if ev.Kind == netif.LinkGone || (ev.Index != 0 && ev.Index != in.linkIndex && ev.Kind != netif.AddrAdded && ev.Kind != netif.AddrRemoved) {
+			if ev.Kind == netif.LinkGone || (ev.Index != 0 && ev.Index != in.linkIndex && ev.Kind != netif.AddrAdded && ev.Kind != netif.AddrRemoved && ev.Kind != netif.AddrChanged) {
 				in.exec(out)
-				in.stopMonitor()
 				in.close()
 				in.log.Warn("interface gone; waiting for it to return")
 				return true, nil
@@ -321,6 +318,12 @@ func (in *instance) onLinkEvent(ev netif.Event, out []vrrp.Action) []vrrp.Action
 		if st, _ := in.m.State(); st == vrrp.StateMaster && in.holder.restore(ev.Prefix) {
 			in.runPolicy(in.policy.Reannounce(in.env.Now(), nil))
 		}
+	case netif.AddrChanged:
+		if ev.State == netif.AddrDADFailed {
+			if st, _ := in.m.State(); st == vrrp.StateMaster && in.holder.repair(ev.Prefix) {
+				in.runPolicy(in.policy.Reannounce(in.env.Now(), nil))
+			}
+		}
 	}
 	return out
 }
@@ -332,8 +335,6 @@ func (in *instance) stop() error {
 		in.planned(func() { in.exec(in.m.Shutdown(nil)) })
 		in.awaitHandover()
 	}
-	// The monitor's goroutine ends before its socket closes.
-	in.stopMonitor()
 	in.close()
 	if in.detach {
 		in.log.Info("detached: the next process takes over")
@@ -373,4 +374,10 @@ func (in *instance) noteChecksum(src netip.Addr, form vrrp.ChecksumForm) {
 		in.pub.checksums = map[netip.Addr]vrrp.ChecksumForm{}
 	}
 	in.pub.checksums[src] = form
+}
+
+// pools are the daemon's shared sockets and announcers.
+type pools struct {
+	sockets    *socketPool
+	announcers *announcerPool
 }

@@ -13,13 +13,28 @@ import (
 	"github.com/vipd/vipd/transport"
 )
 
+// errTentative: the interface's IPv6 link-local address is still in
+// duplicate address detection; adverts cannot go out from it yet.
+var errTentative = errors.New("the link-local address is still tentative (duplicate address detection)")
+
 // source is the address adverts go out from: unicast_source, or the
-// interface's primary IPv4 address.
+// interface's primary IPv4 address, or for IPv6 its link-local address
+// once it has left the tentative state (RFC 5798 section 5.1.2.2).
 func (in *instance) source(ic config.Instance) (netip.Addr, error) {
 	if ic.UnicastSource.IsValid() {
 		return ic.UnicastSource, nil
 	}
-	return in.env.Links.PrimaryIPv4(ic.Interface, ic.VIPs)
+	if !ic.IPv6() {
+		return in.env.Links.PrimaryIPv4(ic.Interface, ic.VIPs)
+	}
+	ll, tentative, err := in.env.Links.LinkLocal(ic.Interface)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	if tentative {
+		return netip.Addr{}, errTentative
+	}
+	return ll, nil
 }
 
 // waitLink waits until the interface exists and has a source address.
@@ -36,14 +51,23 @@ func (in *instance) waitLink(ctx context.Context) (*net.Interface, bool, error) 
 					in.setPrimary(src)
 				}
 				ifi := &net.Interface{Index: info.Index, Name: info.Name, HardwareAddr: info.HardwareAddr, MTU: 1500}
+				if logged {
+					in.log.Info("interface ready", "source", src)
+				}
+				in.setWaiting("")
 				return ifi, info.Up, nil
 			}
 		}
-		if !errors.Is(err, netif.ErrNoLink) && !errors.Is(err, netif.ErrNoAddress) {
+		if !errors.Is(err, netif.ErrNoLink) && !errors.Is(err, netif.ErrNoAddress) && !errors.Is(err, errTentative) && !errors.Is(err, netif.ErrDADFailed) {
 			return nil, false, fmt.Errorf("interface %s: %w", in.cfg.Interface, err)
 		}
 		if !logged {
-			in.log.Warn("waiting for the interface and its IPv4 address", "reason", err)
+			what := "waiting for the interface and its IPv4 address"
+			if in.cfg.IPv6() {
+				what = "waiting for the interface and its IPv6 link-local address to leave the tentative state"
+			}
+			in.log.Warn(what, "reason", err)
+			in.setWaiting(what + ": " + err.Error())
 			logged = true
 		}
 		t := time.NewTimer(waitRetry)
@@ -73,21 +97,12 @@ func (in *instance) open(ifi *net.Interface) error {
 	if err := in.openVRRP(ifi); err != nil {
 		return err
 	}
-	ann, err := in.env.DialARP(ifi)
+	la, err := in.announcers.join(ifi, in)
 	if err != nil {
 		in.close()
 		return err
 	}
-	in.announcer, in.linkIndex = ann, ifi.Index
-	if in.env.ListenARP != nil {
-		mon, err := in.env.ListenARP(ifi)
-		if err != nil {
-			// Detection of a second owner is a help, not a requirement.
-			in.log.Warn("cannot watch ARP for a second owner of the VIPs", "error", err)
-		} else {
-			in.monitor = mon
-		}
-	}
+	in.ann, in.linkIndex = la, ifi.Index
 	in.log.Info("joined", "source", in.primary, "mode", mode(in.cfg))
 	return nil
 }
@@ -113,13 +128,9 @@ func (in *instance) close() {
 		in.sockets.leave(in.sock, in)
 		in.sock = nil
 	}
-	if in.announcer != nil {
-		in.announcer.Close()
-		in.announcer = nil
-	}
-	if in.monitor != nil {
-		in.monitor.Close()
-		in.monitor = nil
+	if in.ann != nil {
+		in.announcers.leave(in.ann, in)
+		in.ann = nil
 	}
 }
 
@@ -142,4 +153,11 @@ func (in *instance) reopenVRRP() error {
 	}
 	in.log.Info("VRRP socket reopened", "source", in.primary, "mode", mode(in.cfg))
 	return nil
+}
+
+// setWaiting says in status what the instance waits for ("" for nothing).
+func (in *instance) setWaiting(what string) {
+	in.pubMu.Lock()
+	in.pub.waiting = what
+	in.pubMu.Unlock()
 }

@@ -297,7 +297,14 @@ func (in *instance) apply(u *instanceUpdate) {
 	}
 	now := in.env.Now()
 	if in.policy != nil {
-		in.policy.SetConfig(policyConfig(u.cfg, in.monitor != nil), now)
+		in.policy.SetConfig(policyConfig(u.cfg, in.ann != nil && in.ann.monitor != nil), now)
+	}
+	if in.ann != nil {
+		vips := make([]netip.Addr, 0, len(u.cfg.VIPs))
+		for _, v := range u.cfg.VIPs {
+			vips = append(vips, v.Addr())
+		}
+		in.announcers.setVIPs(in.ann, in, vips)
 	}
 	if added := in.holder.setVIPs(u.cfg.VIPs); len(added) > 0 && in.policy != nil {
 		in.runPolicy(in.policy.Reannounce(now, nil))

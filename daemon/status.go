@@ -51,6 +51,9 @@ type Status struct {
 	// PeerChecksums is the checksum form each peer's adverts use: rfc5798
 	// (the IPv4 pseudo-header) or rfc9568 (none).
 	PeerChecksums map[netip.Addr]string
+	// Waiting says what the instance waits for before it can join its
+	// group (the interface, its address, a tentative link-local address).
+	Waiting string
 }
 
 // TrackerStatus is one health tracker's state.
@@ -88,6 +91,7 @@ type published struct {
 	standDown bool           // holding the VIPs without announcing them
 	handover  HandoverReport // the last planned move
 	checksums map[netip.Addr]vrrp.ChecksumForm
+	waiting   string // what the instance waits for before it can start
 }
 
 // warningWindow is how long a conflict or collision stays in status.
@@ -143,6 +147,7 @@ func (in *instance) status() Status {
 		LastSent:       p.lastSent,
 		StandingDown:   p.standDown && p.state == vrrp.StateMaster,
 		Handover:       p.handover,
+		Waiting:        p.waiting,
 	}
 	st.PeerChecksums = checksums
 	if c := p.conflict; c.MAC != "" {

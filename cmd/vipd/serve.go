@@ -23,6 +23,7 @@ import (
 	"github.com/vipd/vipd/daemon"
 	"github.com/vipd/vipd/hoststat"
 	"github.com/vipd/vipd/metrics"
+	"github.com/vipd/vipd/ndp"
 	"github.com/vipd/vipd/netif"
 	"github.com/vipd/vipd/systemd"
 	"github.com/vipd/vipd/transport"
@@ -132,6 +133,12 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, level *sl
 		},
 		ListenARP: func(ifi *net.Interface) (daemon.ARPMonitor, error) {
 			return arp.ListenMonitor(ifi)
+		},
+		DialNDP: func(ifi *net.Interface) (daemon.Announcer, error) {
+			return ndp.Dial(ifi)
+		},
+		ListenNDP: func(ifi *net.Interface) (daemon.ARPMonitor, error) {
+			return ndp.ListenMonitor(ifi)
 		},
 		HostStats: host.Sample,
 	}
