@@ -129,6 +129,12 @@ func (d *Daemon) Drain(ctx context.Context, req control.DrainRequest) (control.D
 	res := control.DrainResult{Instances: []control.DrainedInstance{}}
 	var warnings []string
 	for _, r := range rs {
+		if r.in.follow != "" {
+			// A follower moves with its leader.
+			res.Instances = append(res.Instances, control.DrainedInstance{Name: r.in.id.name, State: control.State(r.in.status().State.String()),
+				Message: fmt.Sprintf("follows %s: its address moves with it (drain %s)", r.in.follow, r.in.follow)})
+			continue
+		}
 		var at time.Time
 		var derr error
 		wasMaster := r.in.status().State == vrrp.StateMaster

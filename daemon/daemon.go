@@ -140,6 +140,8 @@ func (d *Daemon) hooks() instanceHooks {
 		},
 		trackerCheck: d.opts.OnTrackerCheck,
 		held:         d.heldChanged,
+		leaderOf:     d.leaderOf,
+		followed:     d.tellFollowers,
 		hookRunners:  &d.hookRunners,
 	}
 }
@@ -397,4 +399,34 @@ func ReadHeld(path string) ([]HeldVIP, error) {
 	}
 	var held []HeldVIP
 	return held, json.Unmarshal(b, &held)
+}
+
+// leaderOf is the state of the instance name, for its followers.
+func (d *Daemon) leaderOf(name string) (leaderState, bool) {
+	for _, r := range d.snapshot() {
+		if r.in.id.name == name {
+			st := r.in.status()
+			return leaderState{master: st.State == vrrp.StateMaster, prio: st.Priority,
+				cause: fmt.Sprintf("%s (%s)", name, st.State)}, true
+		}
+	}
+	return leaderState{}, false
+}
+
+// tellFollowers hands the instances that follow name its new state. It
+// runs on name's goroutine and never blocks it.
+func (d *Daemon) tellFollowers(name string) {
+	var ls leaderState
+	found := false
+	for _, r := range d.snapshot() {
+		if r.in.follow != name {
+			continue
+		}
+		if !found {
+			if ls, found = d.leaderOf(name); !found {
+				return
+			}
+		}
+		r.in.leaderChanged(ls)
+	}
 }

@@ -27,6 +27,7 @@ func (in *instance) machineConfig(ic config.Instance) vrrp.Config {
 		UnicastMaxTTL:       ic.UnicastMaxTTL,
 		TrustUnknownMasters: ic.TrustUnknownMasters,
 		MasterDownAdverts:   ic.MasterDownAdverts,
+		Follower:            ic.Follow != "",
 	}
 	for _, v := range ic.VIPs {
 		cfg.Addresses = append(cfg.Addresses, v.Addr())
@@ -96,6 +97,13 @@ func (in *instance) exec(actions []vrrp.Action) {
 			in.transition(a.Transition)
 		case vrrp.ActAddressMismatch:
 			in.addressMismatch(a.Peer)
+		case vrrp.ActForeignMaster:
+			in.log.Warn("another host advertises as Master on this follower's VRID; this host follows its leader and keeps the addresses",
+				"peer", a.Peer, "leader", in.follow)
+			in.dropMu.Lock()
+			in.collision = fmt.Sprintf("follower: %v advertises as Master on VRID %d too; the addresses follow the leader %q", a.Peer, in.id.vrid, in.follow)
+			in.collisionAt = in.env.Now()
+			in.dropMu.Unlock()
 		case vrrp.ActDownTimerMismatch:
 			in.log.Warn("a peer seems to use another master_down_adverts than ours: all hosts of a group should agree", "peer", a.Peer, "detail", a.Detail)
 		}

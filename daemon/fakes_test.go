@@ -22,7 +22,12 @@ type fakeLAN struct {
 	conns  []*fakeConn
 	byVRID map[uint8]int // adverts sent, by VRID
 	hosts  []*fakeHost   // whose ARP monitors hear each other's announcements
+	// noIPv6: adverts over IPv6 are filtered (a switch that drops them).
+	noIPv6 bool
 }
+
+// blocked: the LAN filters adverts from src; l.mu must be held.
+func (l *fakeLAN) blocked(src netip.Addr) bool { return l.noIPv6 && !src.Is4() }
 
 type fakePacket struct {
 	b    []byte
@@ -62,7 +67,7 @@ func (l *fakeLAN) inject(b []byte, src, dst netip.Addr, ttl int) {
 		l.byVRID[b[1]]++
 	}
 	for _, c := range l.conns {
-		if c.src == src || c.cut.Load() {
+		if c.src == src || c.cut.Load() || c.src.Is4() != src.Is4() || l.blocked(src) {
 			continue
 		}
 		if dst.IsMulticast() && c.unicast || !dst.IsMulticast() && dst != c.src {

@@ -39,8 +39,10 @@ type counters struct {
 // one goroutine (run); everything below "owned by run" is touched only
 // there, and other goroutines reach it through do.
 type instance struct {
-	// id never changes: other goroutines may read it without a lock.
+	// id never changes: other goroutines may read it without a lock; nor
+	// does follow, the leader this instance follows ("" for none).
 	id       instanceID
+	follow   string
 	log      *slog.Logger
 	env      Env
 	hooks    instanceHooks
@@ -54,6 +56,7 @@ type instance struct {
 	packets        chan *received // from the shared socket; back to its pool after use
 	trackerChanges chan health.Status
 	claims         chan arp.Claim
+	leaderCh       chan leaderState           // a follower's leader's latest state
 	filter         atomic.Pointer[readFilter] // read by the reader goroutine
 
 	counters counters
@@ -86,6 +89,7 @@ type instance struct {
 	policyT    *time.Timer
 	reopen     bool          // a reload changed the transport
 	handover   bool          // the machine's next release is a planned move
+	leaderPrio uint8         // a follower's leader's effective priority; 0 unknown
 	rx         *received     // the advert whose actions run now
 	late       time.Duration // how late the timer whose actions run now fired
 
@@ -107,12 +111,18 @@ type instanceHooks struct {
 	conflict     func(instance string)
 	trackerCheck func(instance, tracker string, d time.Duration, ok bool)
 	held         func() // the set of held addresses may have changed
-	hookRunners  *sync.WaitGroup
+	// leaderOf is a leader's state now; followed is told when an
+	// instance's state or priority changed, for its followers.
+	leaderOf    func(name string) (leaderState, bool)
+	followed    func(name string)
+	hookRunners *sync.WaitGroup
 }
 
 func newInstance(ic config.Instance, pools pools, stateDir string, log *slog.Logger, env Env, hooks instanceHooks) *instance {
 	in := &instance{
 		id:             instanceID{name: ic.Name, ifname: ic.Interface, vrid: ic.VRID},
+		follow:         ic.Follow,
+		leaderCh:       make(chan leaderState, 1),
 		sockets:        pools.sockets,
 		announcers:     pools.announcers,
 		hooks:          hooks,
@@ -224,6 +234,11 @@ func (in *instance) run(ctx context.Context) error {
 			} else {
 				in.exec(in.m.Start(up, nil))
 			}
+			if in.follow != "" && in.hooks.leaderOf != nil {
+				if ls, ok := in.hooks.leaderOf(in.follow); ok {
+					in.exec(in.followLeader(ls, nil))
+				}
+			}
 		} else {
 			in.exec(in.m.SetLink(up, nil))
 		}
@@ -278,6 +293,8 @@ func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
 		case st := <-in.trackerChanges:
 			in.onTracker(st)
 			continue
+		case ls := <-in.leaderCh:
+			out = in.followLeader(ls, out)
 		case ev := <-in.links:
 			out = in.onLinkEvent(ev, out)
 			if ev.Kind == netif.LinkGone || (ev.Index != 0 && ev.Index != in.linkIndex && ev.Kind != netif.AddrAdded && ev.Kind != netif.AddrRemoved && ev.Kind != netif.AddrChanged) {
@@ -380,4 +397,40 @@ func (in *instance) noteChecksum(src netip.Addr, form vrrp.ChecksumForm) {
 type pools struct {
 	sockets    *socketPool
 	announcers *announcerPool
+}
+
+// leaderState is what a follower needs of its leader.
+type leaderState struct {
+	master bool
+	prio   uint8
+	cause  string
+}
+
+// leaderChanged hands a follower its leader's latest state without
+// blocking the leader: a state not yet read is replaced.
+func (in *instance) leaderChanged(ls leaderState) {
+	for {
+		select {
+		case in.leaderCh <- ls:
+			return
+		default:
+		}
+		select {
+		case <-in.leaderCh:
+		default:
+		}
+	}
+}
+
+// followLeader makes a follower's election follow its leader: Master while
+// the leader is, advertising the leader's priority.
+func (in *instance) followLeader(ls leaderState, out []vrrp.Action) []vrrp.Action {
+	if ls.prio != 0 && ls.prio != 255 {
+		in.leaderPrio = ls.prio
+		out = in.m.SetPriority(ls.prio, out)
+		in.pubMu.Lock()
+		in.pub.priority = ls.prio
+		in.pubMu.Unlock()
+	}
+	return in.m.SetLeader(ls.master, ls.cause, out)
 }

@@ -126,6 +126,10 @@ func (d *Daemon) plan(ctx context.Context, prev, next *config.Config) (*reloadPl
 	for _, r := range d.snapshot() {
 		byName[r.in.id.name] = r
 	}
+	prevFollow := map[string]string{}
+	for _, ic := range prev.Instances {
+		prevFollow[ic.Name] = ic.Follow
+	}
 	for _, ic := range next.Instances {
 		r, ok := byName[ic.Name]
 		delete(byName, ic.Name)
@@ -133,11 +137,14 @@ func (d *Daemon) plan(ctx context.Context, prev, next *config.Config) (*reloadPl
 		case !ok:
 			p.start = append(p.start, ic)
 			note(fmt.Sprintf("%s: new instance (VRID %d on %s)", ic.Name, ic.VRID, ic.Interface))
-		case r.in.id.vrid != ic.VRID || r.in.id.ifname != ic.Interface:
+		case r.in.id.vrid != ic.VRID || r.in.id.ifname != ic.Interface || prevFollow[ic.Name] != ic.Follow:
 			p.stop = append(p.stop, r)
 			p.start = append(p.start, ic)
 			why := fmt.Sprintf("%s: VRID %d on %s -> VRID %d on %s: restarted (its address moves if this host held it)",
 				ic.Name, r.in.id.vrid, r.in.id.ifname, ic.VRID, ic.Interface)
+			if prevFollow[ic.Name] != ic.Follow {
+				why = fmt.Sprintf("%s: follow %q -> %q: restarted (its address moves if this host held it)", ic.Name, prevFollow[ic.Name], ic.Follow)
+			}
 			note(why)
 			p.outcome.Restarted = append(p.outcome.Restarted, why)
 		default:

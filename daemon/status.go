@@ -107,12 +107,17 @@ func (in *instance) publish() {
 	if in.policy != nil {
 		down, _ = in.policy.StandingDown()
 	}
+	prio := in.m.Priority()
 	in.pubMu.Lock()
+	changed := in.pub.state != state || in.pub.priority != prio
 	in.pub.state, in.pub.since = state, since
-	in.pub.priority = in.m.Priority()
+	in.pub.priority = prio
 	in.pub.master = in.m.Master()
 	in.pub.standDown = down
 	in.pubMu.Unlock()
+	if changed && in.hooks.followed != nil {
+		in.hooks.followed(in.id.name)
+	}
 }
 
 // status is called from other goroutines: it reads only what the mutexes or

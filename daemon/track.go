@@ -137,6 +137,11 @@ func (in *instance) onTracker(st health.Status) {
 // health returns the trackers' verdict: the priority they make and the
 // fault they demand.
 func (in *instance) health() (uint8, string) {
+	if in.follow != "" && in.leaderPrio != 0 {
+		// A follower advertises its leader's priority; its trackers are
+		// the leader's.
+		return in.leaderPrio, ""
+	}
 	if in.trackers == nil {
 		return in.cfg.Priority, ""
 	}

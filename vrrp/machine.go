@@ -78,6 +78,13 @@ type Config struct {
 	// more rides out a starved host at the cost of a slower failover, and
 	// every router of the group should use the same value.
 	MasterDownAdverts int
+	// Follower: this router's state follows a leader on the same host
+	// (SetLeader) instead of its own election, so that two addresses —
+	// an IPv4 and an IPv6 one — always end on one host. It advertises as
+	// Master while the leader is Master, never takes over on its own
+	// timers, and never yields to another Master's adverts: it reports
+	// them (ActForeignMaster).
+	Follower bool
 	// UnicastMinTTL and UnicastMaxTTL are the TTL or hop limit range
 	// accepted from unicast peers, so that peers behind routers (which
 	// take one off the 255 sent per hop) can take part; 0 means 255.
@@ -189,6 +196,10 @@ const (
 	// Master_Down_Interval: it seems to wait fewer adverts than our
 	// MasterDownAdverts. Detail says so in words; the driver warns.
 	ActDownTimerMismatch
+	// ActForeignMaster: a follower that is Master heard Peer advertise as
+	// Master on its VRID; it keeps following its leader and the driver
+	// warns. Reported at most once per Master_Down_Interval.
+	ActForeignMaster
 )
 
 func (k ActionKind) String() string {
@@ -211,6 +222,8 @@ func (k ActionKind) String() string {
 		return "address_mismatch"
 	case ActDownTimerMismatch:
 		return "down_timer_mismatch"
+	case ActForeignMaster:
+		return "foreign_master"
 	}
 	return "invalid_action"
 }
@@ -283,6 +296,10 @@ type Machine struct {
 	flapFrom time.Time
 
 	mismatches   [mismatchSlots]mismatchReport
+	// A follower's leader: whether it is Master, and why, in words.
+	leader      bool
+	leaderCause string
+	lastForeign time.Time // of an ActForeignMaster, to limit them
 	lastDownWarn time.Time // of an ActDownTimerMismatch, to limit them
 
 	// pending is the transition to Master of a router still in its
@@ -467,6 +484,33 @@ func (m *Machine) Reconfigure(cfg Config) error {
 	return nil
 }
 
+// SetLeader tells a follower (Config.Follower) whether its leader is
+// Master now, and why in words: it becomes Master at once when the leader
+// does, and gives its addresses away (priority 0) when the leader stops
+// being Master. A follower in Fault (its own link down) remembers it for
+// when the link returns.
+func (m *Machine) SetLeader(master bool, cause string, out []Action) []Action {
+	if !m.cfg.Follower {
+		return out
+	}
+	m.leader, m.leaderCause = master, cause
+	if !m.running {
+		return out
+	}
+	switch {
+	case master && m.state == StateBackup:
+		out = m.stop(out, TimerMasterDown)
+		return m.enterMaster(out, ReasonLeader, "following "+cause)
+	case !master && m.state == StateMaster:
+		out = m.stop(out, TimerAdvert)
+		out = m.stop(out, TimerTakeover)
+		out = append(out, Action{Kind: ActSendAdvert, Priority: 0}, Action{Kind: ActReleaseAddresses})
+		m.master, m.lowerMaster = MasterInfo{}, MasterInfo{}
+		return m.transition(out, StateBackup, ReasonLeader, "following "+cause)
+	}
+	return out
+}
+
 // SetPriority changes the effective priority (1..254). A Master announces it
 // in an advert at once; a Backup uses it for its next Master_Down_Interval.
 func (m *Machine) SetPriority(p uint8, out []Action) []Action {
@@ -593,6 +637,11 @@ func (m *Machine) TimerFired(t Timer, out []Action) []Action {
 	case t == TimerTakeover && m.state == StateMaster:
 		out = append(out, Action{Kind: ActTakeAddresses})
 		return m.flushPending(out)
+
+	case t == TimerMasterDown && m.state == StateBackup && m.cfg.Follower:
+		// A follower's Backup never takes over on its own: its leader
+		// decides.
+		return out
 
 	case t == TimerMasterDown && m.state == StateBackup:
 		if !m.recheck && late > 2*m.masterAdverInterval {
@@ -827,6 +876,13 @@ func (m *Machine) masterReceive(out []Action, now time.Time, adv MasterInfo) []A
 		// followed it hear us before their Skew_Time runs out.
 		return m.answer(out, now)
 	}
+	if m.cfg.Follower {
+		if m.lastForeign.IsZero() || now.Sub(m.lastForeign) >= m.MasterDownInterval() {
+			m.lastForeign = now
+			out = append(out, Action{Kind: ActForeignMaster, Peer: adv.Addr})
+		}
+		return out
+	}
 	if adv.Priority > m.prio {
 		return m.enterBackupFrom(out, adv, ReasonHigherMaster,
 			fmt.Sprintf("higher priority %d from %v", adv.Priority, adv.Addr), m.cfg.SplitBrainRecovery)
@@ -936,6 +992,11 @@ func (m *Machine) enterBackupFrom(out []Action, adv MasterInfo, reason Reason, c
 // enterBackup is RFC 5798 section 6.4.1 for a router that does not own the
 // addresses: wait Master_Down_Interval for a Master's advert.
 func (m *Machine) enterBackup(out []Action, reason Reason, cause string) []Action {
+	if m.cfg.Follower && m.leader {
+		// Back from Fault with the leader Master: follow it at once.
+		out = m.stopTimers(out)
+		return m.enterMaster(out, ReasonLeader, "following "+m.leaderCause)
+	}
 	out = m.stopTimers(out)
 	out = append(out, Action{Kind: ActReleaseAddresses})
 	m.masterAdverInterval = m.cfg.AdvertInterval

@@ -53,6 +53,8 @@ func describe(as []Action) string {
 			parts = append(parts, fmt.Sprintf("mismatch(%v)", a.Peer))
 		case ActDownTimerMismatch:
 			parts = append(parts, fmt.Sprintf("down_timer_mismatch(%v)", a.Peer))
+		case ActForeignMaster:
+			parts = append(parts, fmt.Sprintf("foreign_master(%v)", a.Peer))
 		default:
 			parts = append(parts, "?")
 		}

@@ -78,13 +78,14 @@ const (
 	ReasonResigned            // an operator drained this router
 	ReasonResumed             // a new daemon process took over the state of the old one
 	ReasonLinkFlap            // the link came back before any peer can have timed out
+	ReasonLeader              // a follower's leader became Master, or stopped being Master
 	numReasons
 )
 
 var reasonNames = [numReasons]string{
 	"invalid", "startup", "master_down", "master_left", "preempt", "higher_master",
 	"frozen", "link_down", "link_up", "fault", "fault_cleared", "shutdown", "resigned", "resumed",
-	"link_returned",
+	"link_returned", "leader",
 }
 
 func (r Reason) String() string {
