@@ -295,11 +295,11 @@ type Machine struct {
 	// otherwise: a link back soon enough resumes the term (SetLink).
 	flapFrom time.Time
 
-	mismatches   [mismatchSlots]mismatchReport
+	mismatches [mismatchSlots]mismatchReport
 	// A follower's leader: whether it is Master, and why, in words.
-	leader      bool
-	leaderCause string
-	lastForeign time.Time // of an ActForeignMaster, to limit them
+	leader       bool
+	leaderCause  string
+	lastForeign  time.Time // of an ActForeignMaster, to limit them
 	lastDownWarn time.Time // of an ActDownTimerMismatch, to limit them
 
 	// pending is the transition to Master of a router still in its
