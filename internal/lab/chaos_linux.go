@@ -48,6 +48,15 @@ type chaosRun struct {
 	retired time.Duration
 }
 
+// holder is the node that holds the VIP alone now, else the master the
+// run began with: a repeated fault hits whoever is master by then.
+func (r *chaosRun) holder() int {
+	if h := r.group.mon.State().OnlyHolder(); h != 0 {
+		return h
+	}
+	return r.master
+}
+
 func (r *chaosRun) note(format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -184,11 +193,12 @@ func FlapScenario(name string, interval, down, up time.Duration, n int) Scenario
 						return err
 					}
 				}
-				if _, _, err := r.group.Fault(Cut, r.master); err != nil {
+				m := r.holder()
+				if _, _, err := r.group.Fault(Cut, m); err != nil {
 					return err
 				}
 				serr := sleepCtx(ctx, down)
-				if err := r.group.Restore(Cut, r.master); err != nil {
+				if err := r.group.Restore(Cut, m); err != nil {
 					return err
 				}
 				if serr != nil {
@@ -205,15 +215,18 @@ func FlapScenario(name string, interval, down, up time.Duration, n int) Scenario
 func StopScenario(name string, interval, stop, gap time.Duration, n int) Scenario {
 	return Scenario{
 		Name:     name,
-		Summary:  fmt.Sprintf("the master's daemon frozen (SIGSTOP) for %v, %d× (%v apart)", stop, n, gap),
+		Summary:  fmt.Sprintf("the master's daemon frozen (SIGSTOP) for %v, %d× (%v apart; whoever is master then)", stop, n, gap),
 		Interval: interval,
 		inject: func(ctx context.Context, r *chaosRun) error {
-			d := r.group.Daemon(r.master)
 			for k := range n {
 				if k > 0 {
 					if err := sleepCtx(ctx, gap); err != nil {
 						return err
 					}
+				}
+				d := r.group.Daemon(r.holder())
+				if d == nil {
+					return errors.New("lab: the master has no daemon")
 				}
 				if err := d.SignalGroup(syscall.SIGSTOP); err != nil {
 					return err
@@ -337,8 +350,9 @@ func RestartBackupsScenario(interval, every time.Duration, n int) Scenario {
 						return err
 					}
 				}
+				m := r.holder()
 				for i := 1; i <= r.lab.Nodes(); i++ {
-					if i == r.master {
+					if i == m {
 						continue
 					}
 					if err := r.restart(i); err != nil {
@@ -365,7 +379,7 @@ func VIPDeletedScenario(interval, every time.Duration, n int) Scenario {
 						return err
 					}
 				}
-				if err := r.lab.RemoveNodeAddr(r.master, r.group.spec.Group.VIP); err != nil {
+				if err := r.lab.RemoveNodeAddr(r.holder(), r.group.spec.Group.VIP); err != nil {
 					return err
 				}
 			}
