@@ -49,7 +49,8 @@ type chaosRun struct {
 }
 
 // holder is the node that holds the VIP alone now, else the master the
-// run began with: a repeated fault hits whoever is master by then.
+// run began with: a repeated freeze or delete hits whoever is master by
+// then.
 func (r *chaosRun) holder() int {
 	if h := r.group.mon.State().OnlyHolder(); h != 0 {
 		return h
@@ -175,8 +176,8 @@ func (r *chaosRun) heal() {
 	}
 }
 
-// FlapScenario takes the master's link down for down, n times, up for up
-// in between.
+// FlapScenario takes the link of the host that was master at the start
+// down for down, n times, up for up in between.
 func FlapScenario(name string, interval, down, up time.Duration, n int) Scenario {
 	summary := fmt.Sprintf("the master's link down for %v, once", down)
 	if n > 1 {
@@ -193,12 +194,12 @@ func FlapScenario(name string, interval, down, up time.Duration, n int) Scenario
 						return err
 					}
 				}
-				m := r.holder()
-				if _, _, err := r.group.Fault(Cut, m); err != nil {
+				// The same host every time: a flaky cable stays with its host.
+				if _, _, err := r.group.Fault(Cut, r.master); err != nil {
 					return err
 				}
 				serr := sleepCtx(ctx, down)
-				if err := r.group.Restore(Cut, m); err != nil {
+				if err := r.group.Restore(Cut, r.master); err != nil {
 					return err
 				}
 				if serr != nil {
