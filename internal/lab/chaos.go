@@ -204,7 +204,7 @@ func (r *ChaosReport) WriteJSON(path string) error {
 func (r *ChaosReport) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join([]string{"scenario", "interval", "daemon", "vip moves", "client moves",
-		"2 holders ms", "0 holders ms", "longest 0 ms", "outage ms", "lost", "one owner", "client on owner", "alive", "cpu ms"}, "\t"))
+		"2 holders ms", "0 holders ms", "longest 0 ms", "outage ms", "lost", "one owner", "client on owner", "alive", "cpu ms", "lab stall ms"}, "\t"))
 	for _, sc := range r.Scenarios {
 		for _, res := range r.Results {
 			if res.Scenario != sc.Name {
@@ -222,7 +222,7 @@ func (r *ChaosReport) WriteTable(w io.Writer) error {
 				fmtNum(t.TwoHoldersMS), fmtNum(t.NoHolderMS), fmtNum(t.LongestNoHolderMS),
 				fmtNum(t.OutageMS), fmt.Sprint(t.LostProbes),
 				yesNo(res.OneOwner), yesNo(res.ClientOnOwner),
-				fmt.Sprintf("%d/%d", res.DaemonsAlive, res.Daemons), fmt.Sprintf("%.0f", res.CPUMS))
+				fmt.Sprintf("%d/%d", res.DaemonsAlive, res.Daemons), fmt.Sprintf("%.0f", res.CPUMS), fmtNum(t.ProbeStallMS))
 			if res.Error != "" {
 				cells = append(cells, "("+firstLine(res.Error)+")")
 			}
@@ -233,7 +233,8 @@ func (r *ChaosReport) WriteTable(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(w, "\nvip moves: times a node took the VIP; client moves: MAC changes of the client's neighbour entry for the VIP;")
-	fmt.Fprintln(w, "times from the fault's start until the group settled (or the settle timeout); cpu: all daemons' scheduler time.")
+	fmt.Fprintln(w, "times from the fault's start until the group settled (or the settle timeout); cpu: all daemons' scheduler time;")
+	fmt.Fprintln(w, "lab stall: the longest pause of the lab's own 1 ms prober (well above 1 ms the machine stalled the lab, and outages include it).")
 	return nil
 }
 
