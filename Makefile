@@ -28,10 +28,14 @@ deps:
 demo: deps build
 	bin/vipd-lab demo --vipd bin/vipd
 
-# Failover benchmark, vipd beside keepalived in the same run (results/).
+# Failover benchmark, vipd beside keepalived in the same run (results/),
+# then the chaos suite (issue 11): faults, both daemons per scenario
+# (results/chaos.json, chaos.txt). CHAOSFLAGS=--quick for the short windows.
+CHAOSFLAGS ?=
 bench: deps build
 	bin/vipd-lab bench --vipd bin/vipd --out results
 	$(GO) test -run '^$$' -bench . -benchmem ./vrrp/
+	bin/vipd-lab chaos --vipd bin/vipd --out results $(CHAOSFLAGS)
 
 # The tiers that need no root (pure and fakes), run again under the race
 # detector: they hold the election's concurrency.

@@ -20,10 +20,13 @@ Usage:
   vipd-lab demo  [--vipd PATH] [--daemon vipd|keepalived] [--config FILE] [--interval D] [-v]
   vipd-lab bench [--vipd PATH] [--trials 10] [--intervals 1s,100ms,10ms] [--modes cut,kill,graceful]
                  [--daemons vipd,keepalived] [--steady 60s] [--out results] [-v]
+  vipd-lab chaos [--vipd PATH] [--scenario NAME,...] [--daemons vipd,keepalived]
+                 [--quick | --scale F] [--out results] [--list] [-v]
   vipd-lab clean   removes what labs of dead (e.g. SIGKILLed) vipd-lab runs left behind
 
-All need root. Everything the lab makes (namespaces, bridge, veths, daemons)
-is removed on exit, on Ctrl-C and on failure.
+All need root. Everything the lab makes (namespaces, bridge, veths, daemons,
+the chaos suite's nftables table in the bridge's namespace) is removed on
+exit, on Ctrl-C and on failure.
 `
 
 func main() {
@@ -51,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runDemo(ctx, args[1:], stdout, stderr)
 	case "bench":
 		err = runBench(ctx, args[1:], stdout, stderr)
+	case "chaos":
+		err = runChaos(ctx, args[1:], stdout, stderr)
 	case "clean":
 		err = runClean(stdout)
 	default:

@@ -14,6 +14,9 @@ const (
 	MaxNodes = 88
 	// ClientHost is the client's host number in the LAN.
 	ClientHost = 99
+	// StrangerHost is the host number of the lab's stranger (Options.Stranger),
+	// below the VIP and the nodes.
+	StrangerHost = 9
 	// VRID is the virtual router the lab's groups use (issue 4).
 	VRID = 51
 )
@@ -30,6 +33,9 @@ func DefaultVIP() netip.Prefix { return netip.MustParsePrefix("198.51.100.10/32"
 
 // ClientAddr is the client's eth0 address, 198.51.100.99.
 func ClientAddr() netip.Addr { return hostAddr(ClientHost) }
+
+// StrangerAddr is the stranger's eth0 address, 198.51.100.9.
+func StrangerAddr() netip.Addr { return hostAddr(StrangerHost) }
 
 func nodeAddr(i int) netip.Addr { return hostAddr(byte(10 + i)) }
 

@@ -11,6 +11,7 @@
 //	bridge namespace: br0 ── n1 ── n2 ── n3 ── client   (bridge-side veths)
 //	node namespaces:  eth0 198.51.100.11/24, .12, .13   (MAC 02:76:6c:00:00:0N)
 //	client namespace: eth0 198.51.100.99/24
+//	stranger (Options.Stranger): eth0 198.51.100.9/24, in no group
 //
 // The bridge lives in a namespace of its own, so the host's networking is
 // never touched, and only 198.51.100.0/24 (TEST-NET-2) is used. Close (also
@@ -62,4 +63,18 @@
 // an SVG chart. Times are the lab's receive times, so they carry a few tens
 // of microseconds of scheduling noise; ProbeStallMS shows when the machine
 // stalled the lab itself. Tests log these numbers; they never assert speed.
+//
+// # Faults (the chaos suite, issue 11)
+//
+// A Filter is an nftables table (bridge family, named after the lab's ID)
+// in the bridge's namespace: LossTowards drops a share of the adverts
+// towards a node, Partition drops adverts between a node and the rest both
+// ways while ARP and IP flow, Heal flushes the rules. The stranger sends
+// floods of malformed and foreign VRRP packets (Flood, FloodFrames) and
+// claims the VIP by gratuitous ARP (ClaimByARP); Daemon.SignalGroup freezes
+// a daemon. RunScenario runs one Scenario against one daemon kind in a
+// fresh lab and returns a ChaosResult: moves of the address and of the
+// client's neighbour entry, time with two and with no holders, the
+// client's longest outage and lost probes, the state at the end and the
+// daemons' CPU; RunChaos runs the suite (Scenarios) for several kinds.
 package lab

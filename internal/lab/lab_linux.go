@@ -28,6 +28,10 @@ type Options struct {
 	// KeepDir keeps the temporary directory made for an empty Dir, so the logs
 	// can be read after Close.
 	KeepDir bool
+	// Stranger adds a host that belongs to no group (198.51.100.9): the
+	// source of floods and foreign claims, so the client stays a bystander
+	// whose neighbour entry the lab can watch.
+	Stranger bool
 }
 
 // Lab is a LAN in network namespaces: a bridge in a namespace of its own (so
@@ -40,9 +44,10 @@ type Lab struct {
 	dir    string
 	ownDir bool
 
-	bridge *endpoint
-	nodes  []*endpoint // nodes[0] is n1
-	client *endpoint
+	bridge   *endpoint
+	nodes    []*endpoint // nodes[0] is n1
+	client   *endpoint
+	stranger *endpoint // nil unless Options.Stranger
 
 	spawner *spawner
 
@@ -113,7 +118,7 @@ func New(ctx context.Context, log *slog.Logger, opts Options) (*Lab, error) {
 	}
 	l.log = log.With("lab", l.id)
 	l.spawner = newSpawner() // stopped by Close
-	if err := l.build(ctx, opts.Nodes); err != nil {
+	if err := l.build(ctx, opts.Nodes, opts.Stranger); err != nil {
 		if cerr := l.Close(); cerr != nil {
 			err = errors.Join(err, cerr)
 		}
@@ -123,7 +128,7 @@ func New(ctx context.Context, log *slog.Logger, opts Options) (*Lab, error) {
 	return l, nil
 }
 
-func (l *Lab) build(ctx context.Context, n int) error {
+func (l *Lab) build(ctx context.Context, n int, stranger bool) error {
 	var err error
 	if l.bridge, err = l.newEndpoint("bridge"); err != nil {
 		return err
@@ -159,7 +164,15 @@ func (l *Lab) build(ctx context.Context, n int) error {
 	}
 	l.client.addr = ClientAddr()
 	l.client.mac = labMAC(ClientHost)
-	return l.attach(l.client, br)
+	if err := l.attach(l.client, br); err != nil || !stranger {
+		return err
+	}
+	if l.stranger, err = l.newEndpoint("x"); err != nil {
+		return err
+	}
+	l.stranger.addr = StrangerAddr()
+	l.stranger.mac = labMAC(StrangerHost)
+	return l.attach(l.stranger, br)
 }
 
 func (l *Lab) newEndpoint(label string) (*endpoint, error) {
@@ -247,7 +260,7 @@ func (l *Lab) Close() error {
 		}
 		wg.Wait()
 		l.spawner.stop()
-		eps := append(append([]*endpoint{}, l.nodes...), l.client, l.bridge)
+		eps := append(append([]*endpoint{}, l.nodes...), l.client, l.stranger, l.bridge)
 		for _, e := range eps {
 			if e == nil {
 				continue
@@ -305,6 +318,23 @@ func (l *Lab) ClientNS() string { return l.client.name }
 
 // BridgeNS is the name of the namespace that holds the bridge.
 func (l *Lab) BridgeNS() string { return l.bridge.name }
+
+// HasStranger reports whether the lab was built with Options.Stranger.
+func (l *Lab) HasStranger() bool { return l.stranger != nil }
+
+// StrangerNetns is a handle on the stranger's namespace, owned by the lab;
+// it panics when the lab has no stranger.
+func (l *Lab) StrangerNetns() netns.NsHandle { return l.mustStranger().ns }
+
+// StrangerMAC is the stranger's eth0 hardware address.
+func (l *Lab) StrangerMAC() net.HardwareAddr { return l.mustStranger().mac }
+
+func (l *Lab) mustStranger() *endpoint {
+	if l.stranger == nil {
+		panic("lab: built without Options.Stranger")
+	}
+	return l.stranger
+}
 
 // NodeNetns is a handle on node i's namespace, owned by the lab and valid
 // until Close; do not close it.

@@ -231,3 +231,26 @@ func (p *Prober) Flowing(span, maxGap time.Duration) bool {
 	}
 	return longestGap(p.answers, from, now).Len <= maxGap
 }
+
+// Lost counts the probes sent in [from, to] that were never answered, and
+// how many were sent. Leave a probe's round trip between to and now, or
+// the last ones count as lost.
+func (p *Prober) Lost(from, to time.Time) (lost, sent int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	answered := make(map[uint64]struct{}, len(p.answers))
+	for _, a := range p.answers {
+		answered[a.Seq] = struct{}{}
+	}
+	i := sort.Search(len(p.sends), func(k int) bool { return !p.sends[k].Sent.Before(from) })
+	for _, s := range p.sends[i:] {
+		if s.Sent.After(to) {
+			break
+		}
+		sent++
+		if _, ok := answered[s.Seq]; !ok {
+			lost++
+		}
+	}
+	return lost, sent
+}

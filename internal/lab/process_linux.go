@@ -517,3 +517,15 @@ func (s *spawner) start(cmd *exec.Cmd) error {
 func (s *spawner) stop() { close(s.done) }
 
 func (l *Lab) spawn(cmd *exec.Cmd) error { return l.spawner.start(cmd) }
+
+// SignalGroup sends sig to the daemon's whole process group (keepalived
+// runs its VRRP work in a child process): SIGSTOP and SIGCONT freeze and
+// thaw the daemon as a paused VM would be.
+func (d *Daemon) SignalGroup(sig syscall.Signal) error {
+	select {
+	case <-d.done:
+		return os.ErrProcessDone
+	default:
+	}
+	return unix.Kill(-d.PID(), sig)
+}
