@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vipd/vipd/config"
@@ -61,6 +62,7 @@ type Daemon struct {
 
 	heldMu     sync.Mutex     // serialises writes of Options.HeldFile
 	heldDirty  chan struct{}  // the held set changed: rewrite the file
+	hostAt     atomic.Int64   // when the host was last sampled, in Unix ns
 	sockets    *socketPool    // the VRRP sockets, one per interface and source
 	announcers *announcerPool // ARP and NDP, one per interface and family
 	reloadMu   sync.Mutex     // one reload at a time
@@ -141,6 +143,7 @@ func (d *Daemon) hooks() instanceHooks {
 		trackerCheck: d.opts.OnTrackerCheck,
 		held:         d.heldChanged,
 		leaderOf:     d.leaderOf,
+		tick:         d.hostTick,
 		followed:     d.tellFollowers,
 		hookRunners:  &d.hookRunners,
 	}
@@ -216,22 +219,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 	runCtx, stopAll := context.WithCancel(ctx)
 	defer stopAll()
-	if d.env.HostStats != nil {
-		// A sample a second keeps the steal and iowait a transition
-		// records to the last second, not the time since the last one.
-		go func() {
-			t := time.NewTicker(hostSampleEvery)
-			defer t.Stop()
-			for {
-				select {
-				case <-runCtx.Done():
-					return
-				case <-t.C:
-					d.env.HostStats()
-				}
-			}
-		}()
-	}
+
 	d.mu.Lock()
 	d.runCtx = runCtx
 	for _, r := range d.instances {
@@ -429,4 +417,19 @@ func (d *Daemon) tellFollowers(name string) {
 		}
 		r.in.leaderChanged(ls)
 	}
+}
+
+// hostTick samples the host once a second at most, riding on the adverts'
+// wake-ups, so that the steal and iowait a transition records cover the
+// last second, not the time since the last transition.
+func (d *Daemon) hostTick() {
+	if d.env.HostStats == nil {
+		return
+	}
+	now := d.env.Now().UnixNano()
+	last := d.hostAt.Load()
+	if now-last < int64(hostSampleEvery) || !d.hostAt.CompareAndSwap(last, now) {
+		return
+	}
+	d.env.HostStats()
 }

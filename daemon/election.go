@@ -114,10 +114,13 @@ func (in *instance) sendAdvert(prio uint8) {
 	if in.sock == nil {
 		return
 	}
-	adv := vrrp.Advertisement{VRID: in.cfg.VRID, Priority: prio, Interval: in.cfg.AdvertInterval, Checksum: in.cfg.Checksum}
-	for _, v := range in.cfg.VIPs {
-		adv.Addresses = append(adv.Addresses, v.Addr())
+	if in.advAddrs == nil {
+		in.advAddrs = make([]netip.Addr, 0, len(in.cfg.VIPs))
+		for _, v := range in.cfg.VIPs {
+			in.advAddrs = append(in.advAddrs, v.Addr())
+		}
 	}
+	adv := vrrp.Advertisement{VRID: in.cfg.VRID, Priority: prio, Interval: in.cfg.AdvertInterval, Checksum: in.cfg.Checksum, Addresses: in.advAddrs}
 	dsts := in.cfg.UnicastPeers
 	if len(dsts) == 0 {
 		dsts = []netip.Addr{vrrp.GroupIPv4}

@@ -84,6 +84,7 @@ type instance struct {
 	ann        *linkAnnouncer // the interface's announcer and claim monitor
 	linkIndex  int
 	sendBuf    []byte
+	advAddrs   []netip.Addr   // the VIPs as adverts list them; nil after a reload
 	timers     [4]*time.Timer // by vrrp.Timer
 	dueAt      [4]time.Time   // when a precise timer is really due
 	policyT    *time.Timer
@@ -113,8 +114,11 @@ type instanceHooks struct {
 	held         func() // the set of held addresses may have changed
 	// leaderOf is a leader's state now; followed is told when an
 	// instance's state or priority changed, for its followers.
-	leaderOf    func(name string) (leaderState, bool)
-	followed    func(name string)
+	leaderOf func(name string) (leaderState, bool)
+	followed func(name string)
+	// tick is called at each advert sent or received: periodic work that
+	// can ride on those wake-ups instead of timers of its own.
+	tick        func()
 	hookRunners *sync.WaitGroup
 }
 
@@ -266,9 +270,16 @@ func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
 		case p := <-in.packets:
 			in.receive(p, out)
 			in.sockets.free(p)
+			if in.hooks.tick != nil {
+				in.hooks.tick()
+			}
 			continue
 		case <-in.timers[vrrp.TimerAdvert].C:
 			out = in.timerFired(vrrp.TimerAdvert, out)
+			in.exec(out)
+			in.late = 0
+			in.rideAdvert()
+			continue
 		case <-in.timers[vrrp.TimerMasterDown].C:
 			in.waitUntil(in.dueAt[vrrp.TimerMasterDown])
 			out = in.timerFired(vrrp.TimerMasterDown, out)
@@ -433,4 +444,23 @@ func (in *instance) followLeader(ls leaderState, out []vrrp.Action) []vrrp.Actio
 		in.pubMu.Unlock()
 	}
 	return in.m.SetLeader(ls.master, ls.cause, out)
+}
+
+// rideAdvert runs, at a Master's advert wake-up, the announcement policy's
+// work due before the next advert (the probe for a second owner, the
+// refresh), a little early, instead of waking the daemon again for it.
+func (in *instance) rideAdvert() {
+	if in.hooks.tick != nil {
+		in.hooks.tick()
+	}
+	if in.policy == nil {
+		return
+	}
+	now := in.env.Now()
+	if next := in.policy.Next(); !next.IsZero() && next.Sub(now) < in.cfg.AdvertInterval {
+		if next.Before(now) {
+			next = now
+		}
+		in.runPolicy(in.policy.Tick(next, nil))
+	}
 }

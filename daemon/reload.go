@@ -285,6 +285,7 @@ func (in *instance) prepare(ic config.Instance) (*instanceUpdate, error) {
 // state: a Master stays Master.
 func (in *instance) apply(u *instanceUpdate) {
 	in.cfg = u.cfg
+	in.advAddrs = nil
 	in.filter.Store(&u.filter)
 	if u.tracks {
 		in.stopTrackers()

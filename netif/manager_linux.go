@@ -35,6 +35,9 @@ type Manager struct {
 
 	mu   sync.Mutex
 	vips map[netip.Addr]struct{} // every VIP seen, so Link can leave them out
+	// links caches the links AddVIP adds to: a takeover is then one
+	// netlink request, not a lookup and an add.
+	links map[string]netlink.Link
 	// added are the addresses this Manager added, with the label it gave
 	// them; listed are those given with WithOwned.
 	added  map[OwnedAddr]string
@@ -294,7 +297,7 @@ func (m *Manager) AddVIP(ifname string, vip netip.Prefix, label string) error {
 	} else {
 		label = ""
 	}
-	l, err := m.link(ifname)
+	l, err := m.cachedLink(ifname)
 	if err != nil {
 		return err
 	}
@@ -310,6 +313,15 @@ func (m *Manager) AddVIP(ifname string, vip netip.Prefix, label string) error {
 		addr.PreferedLft, addr.ValidLft = 0, lifetimeInfinite
 	}
 	err = m.h.AddrAdd(l, addr)
+	if errors.Is(err, unix.ENODEV) {
+		// The cached link is gone (recreated with another index): look
+		// it up again once.
+		m.forgetLink(ifname)
+		if l, err = m.cachedLink(ifname); err != nil {
+			return err
+		}
+		err = m.h.AddrAdd(l, addr)
+	}
 	if errors.Is(err, unix.EEXIST) && vip.Addr().Is6() {
 		err = m.replaceFailed(l, ifname, vip, addr)
 	}
@@ -468,6 +480,34 @@ func (m *Manager) HasVIP(ifname string, vip netip.Prefix) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// cachedLink is link, remembered; forgetLink drops it (a link gone or
+// renamed answers ENODEV, and AddVIP looks it up again).
+func (m *Manager) cachedLink(name string) (netlink.Link, error) {
+	m.mu.Lock()
+	l, ok := m.links[name]
+	m.mu.Unlock()
+	if ok {
+		return l, nil
+	}
+	l, err := m.link(name)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	if m.links == nil {
+		m.links = map[string]netlink.Link{}
+	}
+	m.links[name] = l
+	m.mu.Unlock()
+	return l, nil
+}
+
+func (m *Manager) forgetLink(name string) {
+	m.mu.Lock()
+	delete(m.links, name)
+	m.mu.Unlock()
 }
 
 func (m *Manager) link(name string) (netlink.Link, error) {

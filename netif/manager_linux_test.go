@@ -419,3 +419,27 @@ func TestClose(t *testing.T) {
 		t.Errorf("Watch after Close = %v, want errClosed", err)
 	}
 }
+
+// AddVIP remembers the link (a takeover is one netlink request); a link
+// deleted and created again under the same name gets a new index, and
+// AddVIP finds it again.
+func TestAddVIPAfterTheLinkWasRecreated(t *testing.T) {
+	nstest.RequireRoot(t, "sudo go test ./netif")
+	ns := nstest.New(t)
+	h := nsHandle(t, ns)
+	vip0, _ := addVeth(t, h, "vip0", "peer0")
+	m := newTestManager(t, ns)
+	if err := m.AddVIP("vip0", testVIP, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.LinkDel(vip0); err != nil {
+		t.Fatal(err)
+	}
+	vip0, _ = addVeth(t, h, "vip0", "peer0")
+	if err := m.AddVIP("vip0", testVIP, ""); err != nil {
+		t.Fatalf("AddVIP on the new link: %v", err)
+	}
+	if got := addrsOf(t, h, vip0, testVIP); len(got) != 1 {
+		t.Errorf("the new link has %v", got)
+	}
+}
