@@ -97,9 +97,8 @@ func TestFloodFramesEachHaveTheirDefect(t *testing.T) {
 		"version-15":     {vrrp.DropVersion, nil},
 		"type-2":         {vrrp.DropType, nil},
 		"count-too-high": {vrrp.DropLength, nil},
-		// RFC 5798 §5.2.5 makes 1 the minimum count; vipd's Decode lets 0
-		// through and its address-list check drops it.
-		"count-zero":         {nil, func(_ []byte, a vrrp.Advertisement) bool { return len(a.Addresses) == 0 }},
+		// RFC 5798 §5.2.5 makes 1 the minimum count: a length error.
+		"count-zero":         {vrrp.DropLength, nil},
 		"interval-0":         {vrrp.DropInterval, nil},
 		"truncated":          {vrrp.DropTooShort, nil},
 		"other-addresses":    {nil, func(_ []byte, a vrrp.Advertisement) bool { return !slices.Contains(a.Addresses, vip) }},
