@@ -112,3 +112,22 @@ func (in *instance) onClaim(c arp.Claim) {
 func takeoverGrace(interval time.Duration) time.Duration {
 	return min(interval/50, 3*time.Millisecond)
 }
+
+// rideAdvert runs, at a Master's advert wake-up, the announcement policy's
+// work due before the next advert (the probe for a second owner, the
+// refresh), a little early, instead of waking the daemon again for it.
+func (in *instance) rideAdvert() {
+	if in.hooks.tick != nil {
+		in.hooks.tick()
+	}
+	if in.policy == nil {
+		return
+	}
+	now := in.env.Now()
+	if next := in.policy.Next(); !next.IsZero() && next.Sub(now) < in.cfg.AdvertInterval {
+		if next.Before(now) {
+			next = now
+		}
+		in.runPolicy(in.policy.Tick(next, nil))
+	}
+}

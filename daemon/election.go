@@ -188,3 +188,37 @@ func (in *instance) addressMismatch(peer netip.Addr) {
 	in.collisionAt = in.env.Now()
 	in.dropMu.Unlock()
 }
+
+// receive hands an advert to the election and carries out what it says.
+func (in *instance) receive(p *received, out []vrrp.Action) {
+	out, err := in.m.ReceiveAdvert(p.src, p.ttl, &p.adv, out)
+	if err != nil {
+		in.drop(err, p.src, &p.adv)
+		return
+	}
+	in.counters.advertsReceived.Add(1)
+	in.noteChecksum(p.src, p.adv.Checksum)
+	if p.adv.Priority > 0 {
+		in.successorHeard(p.src)
+	}
+	in.rx = p
+	in.exec(out)
+	in.rx = nil
+}
+
+// maxChecksumPeers bounds the peers whose checksum form status shows.
+const maxChecksumPeers = 16
+
+// noteChecksum records which checksum form (RFC 5798 with the IPv4
+// pseudo-header, or RFC 9568 without) a peer uses, for status.
+func (in *instance) noteChecksum(src netip.Addr, form vrrp.ChecksumForm) {
+	in.pubMu.Lock()
+	defer in.pubMu.Unlock()
+	if f, ok := in.pub.checksums[src]; ok && f == form {
+		return
+	}
+	if in.pub.checksums == nil || len(in.pub.checksums) >= maxChecksumPeers {
+		in.pub.checksums = map[netip.Addr]vrrp.ChecksumForm{}
+	}
+	in.pub.checksums[src] = form
+}
