@@ -184,7 +184,23 @@ func TestFRRAnycastECMP(t *testing.T) {
 	}
 	pingUntil(t, l, vip.Addr())
 
-	// One host withdraws: exactly its path goes.
+	// One host drains: its path stays valid but leaves the ECMP set, so
+	// new flows avoid it before the withdraw.
+	sps[1].must(helperRequest{Op: "gshut", VIP: vip})
+	others := []netip.Addr{lab.RoutedHostAddr(1), lab.RoutedHostAddr(3)}
+	for range 50 {
+		if nhs, err = l.KernelNextHops(vip); err == nil && slices.Equal(nhs, others) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !slices.Equal(nhs, others) {
+		t.Fatalf("while host 2 drains, kernel next hops %v (%v), want %v", nhs, err, others)
+	}
+	if r, ok, err := l.Route(t.Context(), vip); err != nil || !ok || len(r.NextHops()) != n {
+		t.Errorf("while host 2 drains, FRR has %+v (%v), want its path still valid", r, err)
+	}
+	// It withdraws: exactly its path goes.
 	sps[1].must(helperRequest{Op: "withdraw", VIP: vip})
 	if _, err := l.WaitNextHops(t.Context(), vip, routeWait, lab.RoutedHostAddr(1), lab.RoutedHostAddr(3)); err != nil {
 		t.Fatal(err)
