@@ -29,6 +29,7 @@ const (
 type Config struct {
 	Path      string // the name the file was loaded under
 	Global    Global
+	BGP       *BGP       // the [bgp] table; nil when the file has none
 	Instances []Instance // in file order
 }
 
@@ -56,8 +57,12 @@ type Global struct {
 }
 
 // Instance is one virtual router: a VRID on one interface and its VIPs.
+// With Announce = AnnounceBGPAnycast it is no virtual router but a set of
+// VIPs that every healthy host announces: Interface and VRID are empty.
 type Instance struct {
 	Name      string
+	Announce  Announce
+	BGP       InstanceBGP // zero unless Announce.BGPMode()
 	Interface string
 	VRID      uint8
 	// Priority, Preempt, PreemptDelay and MasterDownAdverts of a follower
@@ -209,6 +214,7 @@ func parse(name string, data []byte, hostname func() (string, error)) (*Config, 
 		c.pos = positionsFromKeys(md.Keys())
 	}
 	c.labels, c.trackLabels = instanceLabels(doc)
+	c.peerLabels = peerLabels(doc)
 	c.checkShape(doc, reflect.TypeFor[rawConfig](), "", nil)
 	if len(c.problems) > 0 {
 		return nil, c.err()
@@ -227,6 +233,7 @@ func parse(name string, data []byte, hostname func() (string, error)) (*Config, 
 	// Phase 2: values into the typed config.
 	cfg := &Config{Path: name}
 	cfg.Global = c.global(&raw.Global, hostname)
+	cfg.BGP = c.bgp(bgpPresent(doc), &raw.BGP)
 	for i := range raw.Instance {
 		cfg.Instances = append(cfg.Instances, c.instance(i, &raw.Instance[i]))
 	}
@@ -235,6 +242,7 @@ func parse(name string, data []byte, hostname func() (string, error)) (*Config, 
 	}
 	c.acrossInstances(cfg.Instances)
 	c.followers(cfg.Instances, raw.Instance)
+	c.bgpInstances(cfg.BGP, cfg.Instances)
 	if err := c.err(); err != nil {
 		return nil, err
 	}

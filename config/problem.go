@@ -46,6 +46,7 @@ type checker struct {
 	pos         *positions
 	labels      []string   // how each [[instance]] is named in messages
 	trackLabels [][]string // how each [[instance.track]] is, per instance
+	peerLabels  []string   // how each [[bgp.peer]] is
 	problems    []Problem
 }
 
@@ -80,6 +81,16 @@ func (c *checker) owner(p string) (owner, rest string, depth int) {
 	}
 	if r, ok := strings.CutPrefix(p, "global."); ok {
 		return "global", r, 1
+	}
+	if r, ok := strings.CutPrefix(p, "bgp."); ok {
+		if j, r, ok := cutElem(r, "peer"); ok {
+			label := fmt.Sprintf("peer #%d", j+1)
+			if j < len(c.peerLabels) {
+				label = c.peerLabels[j]
+			}
+			return "bgp: " + label, strings.TrimPrefix(r, "."), 2
+		}
+		return "bgp", r, 1
 	}
 	return "", p, 0
 }

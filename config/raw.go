@@ -17,6 +17,7 @@ import (
 
 type rawConfig struct {
 	Global   rawGlobal     `toml:"global"`
+	BGP      rawBGP        `toml:"bgp"`
 	Instance []rawInstance `toml:"instance"`
 }
 
@@ -49,6 +50,13 @@ type rawInstance struct {
 	Checksum       field   `toml:"checksum"`
 	Follow         field   `toml:"follow"`
 	GARP           rawGARP `toml:"garp"`
+
+	// BGP announcements (bgp.go).
+	Announce             field `toml:"announce"`
+	Communities          field `toml:"communities"`
+	MED                  field `toml:"med"`
+	GracefulShutdownTime field `toml:"graceful_shutdown_time"`
+	AnycastMinPriority   field `toml:"anycast_min_priority"`
 
 	SplitBrainRecovery  field      `toml:"split_brain_recovery"`
 	MasterDownAdverts   field      `toml:"master_down_adverts"`

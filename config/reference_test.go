@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/vipd/vipd/bgp"
 )
 
 // The reference config documents every key; these tests keep it honest.
@@ -73,8 +75,8 @@ func TestReferenceExamples(t *testing.T) {
 	if got.Global.NodeName != "cp-1" {
 		t.Errorf("NodeName = %q, want the example's cp-1", got.Global.NodeName)
 	}
-	if len(got.Instances) != 3 {
-		t.Fatalf("got %d instances, want the examples' second and third too", len(got.Instances))
+	if len(got.Instances) != 4 {
+		t.Fatalf("got %d instances, want the examples' second, third and fourth too", len(got.Instances))
 	}
 	in := got.Instances[0]
 	if len(in.UnicastPeers) == 0 || !in.UnicastSource.IsValid() {
@@ -115,6 +117,19 @@ func TestReferenceExamples(t *testing.T) {
 	// The second instance is the plain example, with no trackers or hooks.
 	if second := got.Instances[1]; len(second.Tracks) != 0 || len(second.Notify.Master) != 0 {
 		t.Errorf("second instance picked up the first's examples: %+v", second)
+	}
+
+	// The BGP speaker, its two routers, and the anycast instance.
+	if b := got.BGP; b == nil || b.ASN != 65001 || b.ListenPort != 0 || len(b.Peers) != 2 ||
+		b.Peers[0].Password == "" || b.Peers[1].PasswordFile == "" || b.Peers[0].HoldTime != bgp.DefaultHoldTime || b.Peers[0].BFD {
+		t.Errorf("bgp example not used as documented: %+v", b)
+	}
+	if in.Announce != AnnounceARP {
+		t.Errorf("first instance announces by %v, want the default arp", in.Announce)
+	}
+	if any := got.Instances[3]; any.Announce != AnnounceBGPAnycast || any.VRID != 0 || any.Interface != "" ||
+		len(any.BGP.Communities) != 1 || any.BGP.MED == nil || any.BGP.GracefulShutdownTime != 5*time.Second || any.BGP.AnycastMinPriority != 60 {
+		t.Errorf("fourth instance is not the anycast example: %+v", any)
 	}
 
 	// The third is the dual-stack follower of the first.

@@ -200,12 +200,20 @@ func (c *checker) instance(i int, r *rawInstance) Instance {
 		in.Name = s
 	}
 
-	c.need(r.Interface, key("interface"))
+	// bgp-anycast elects nothing: no interface, no VRID.
+	in.Announce = c.announce(r.Announce, key("announce"))
+	elected := in.Announce != AnnounceBGPAnycast
+
+	if elected {
+		c.need(r.Interface, key("interface"))
+	}
 	if s, ok := c.checkedStr(r.Interface, key("interface"), ifnameProblem); ok {
 		in.Interface = s
 	}
 
-	c.need(r.VRID, key("vrid"))
+	if elected {
+		c.need(r.VRID, key("vrid"))
+	}
 	if n, ok := c.integer(r.VRID, key("vrid")); ok && c.inRange(key("vrid"), n, 1, 255) {
 		in.VRID = uint8(n)
 	}
@@ -381,6 +389,7 @@ func (c *checker) instance(i int, r *rawInstance) Instance {
 	}
 	in.Tracks = c.tracks(key("track"), r.Track)
 	in.Notify = c.notify(key("notify"), &r.Notify)
+	in.BGP = c.instanceBGP(at, r, in.Announce)
 	return in
 }
 

@@ -1,0 +1,342 @@
+package bgp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vipd/vipd/internal/lab"
+)
+
+// Namespace tests against FRR's bgpd: a router namespace peers with host
+// namespaces over separate /30 links, and a client behind the router
+// reaches the VIP that a host keeps on its loopback.
+
+const hostASN = 65001
+
+// routeWait bounds waiting for a session or a route change: a session comes
+// up within a connect retry or two; the margin is for a loaded machine.
+const routeWait = 30 * time.Second
+
+func newRouted(t *testing.T, hosts int, rc lab.RouterConfig) *lab.RoutedLab {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: needs root for network namespaces and FRR (run the test as root)")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	l, err := lab.NewRouted(ctx, nil, lab.RoutedOptions{Hosts: hosts})
+	if errors.Is(err, lab.ErrNoFRR) {
+		t.Skipf("skipping: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := l.Vtysh(context.Background(), "show ip bgp json", "show bgp summary")
+			t.Logf("--- FRR bgpd log ---\n%s\n--- FRR's table ---\n%s", l.RouterLog("bgpd"), out)
+		}
+		if err := l.Close(); err != nil {
+			t.Errorf("lab close: %v", err)
+		}
+	})
+	if err := l.StartRouter(ctx, rc); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// hostConfig is host i's speaker config, peering with the router.
+func hostConfig(i int) Config {
+	return Config{ASN: hostASN, RouterID: lab.RoutedHostAddr(i), Peers: []Peer{{Address: lab.RoutedRouterAddr(i), ASN: lab.RouterASN}}}
+}
+
+func ping(t *testing.T, l *lab.RoutedLab, a netip.Addr) error {
+	t.Helper()
+	out, err := l.ClientCommand(t.Context(), "ping", "-c", "1", "-W", "1", a.String()).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ping %s: %v: %s", a, err, out)
+	}
+	return nil
+}
+
+// pingUntil retries for a few seconds: the kernel route follows FRR's RIB
+// through zebra a moment later.
+func pingUntil(t *testing.T, l *lab.RoutedLab, a netip.Addr) {
+	t.Helper()
+	var err error
+	for range 10 {
+		if err = ping(t, l, a); err == nil {
+			return
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Fatal(err)
+}
+
+func TestFRRAnnounceGracefulShutdownWithdraw(t *testing.T) {
+	l := newRouted(t, 1, lab.RouterConfig{Neighbors: lab.HostNeighbors(1, hostASN)})
+	vip := lab.RoutedVIP()
+	if err := l.AddLoopbackVIP(1, vip); err != nil {
+		t.Fatal(err)
+	}
+	sp := startSpeaker(t, l.HostNS(1), hostConfig(1))
+	med := uint32(10)
+	sp.announce(vip, Attrs{Communities: []uint32{65000<<16 | 100}, MED: &med})
+
+	r, err := l.WaitNextHops(t.Context(), vip, routeWait, lab.RoutedHostAddr(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.Paths[0]
+	if !slices.Contains(p.Communities, "65000:100") || slices.Contains(p.Communities, "graceful-shutdown") {
+		t.Errorf("communities in FRR = %q, want 65000:100 only", p.Communities)
+	}
+	if p.MED == nil || *p.MED != med {
+		t.Errorf("MED in FRR = %v, want %d", p.MED, med)
+	}
+	pingUntil(t, l, vip.Addr())
+	st := sp.waitPeer(lab.RoutedRouterAddr(1), routeWait, func(p PeerStatus) bool { return p.Up && p.PrefixesSent == 1 })
+	if st.State != "established" || st.Since.IsZero() {
+		t.Errorf("peer status = %+v, want established with a Since", st)
+	}
+	if !sp.peers().Established {
+		t.Error("Established() = false with the session up")
+	}
+
+	// Graceful shutdown: the same path, now carrying 65535:0, before any
+	// withdraw.
+	sp.must(helperRequest{Op: "gshut", VIP: vip})
+	r, err = l.WaitRoute(t.Context(), vip, routeWait, func(r lab.Route, ok bool) bool {
+		return ok && len(r.Paths) == 1 && slices.Contains(r.Paths[0].Communities, "graceful-shutdown")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(r.Paths[0].Communities, "65000:100") {
+		t.Errorf("graceful shutdown dropped the instance's community: %q", r.Paths[0].Communities)
+	}
+	if err := ping(t, l, vip.Addr()); err != nil {
+		t.Errorf("VIP unreachable while draining (the route must stay until the withdraw): %v", err)
+	}
+
+	sp.must(helperRequest{Op: "withdraw", VIP: vip})
+	if _, err := l.WaitRoute(t.Context(), vip, routeWait, func(_ lab.Route, ok bool) bool { return !ok }); err != nil {
+		t.Fatal(err)
+	}
+	if nhs, err := l.KernelNextHops(vip); err != nil || len(nhs) != 0 {
+		t.Errorf("router's kernel still routes %s via %v (%v)", vip, nhs, err)
+	}
+	if st := sp.peers(); !st.Established || st.Peers[0].PrefixesSent != 0 {
+		t.Errorf("after withdraw: %+v, want the session up with 0 prefixes", st)
+	}
+}
+
+func TestFRRAnycastECMP(t *testing.T) {
+	const n = 3
+	l := newRouted(t, n, lab.RouterConfig{Neighbors: lab.HostNeighbors(n, hostASN)})
+	vip := lab.RoutedVIP()
+	var sps []*remoteSpeaker
+	var want []netip.Addr
+	for i := 1; i <= n; i++ {
+		if err := l.AddLoopbackVIP(i, vip); err != nil {
+			t.Fatal(err)
+		}
+		sp := startSpeaker(t, l.HostNS(i), hostConfig(i))
+		sp.announce(vip, Attrs{})
+		sps = append(sps, sp)
+		want = append(want, lab.RoutedHostAddr(i))
+	}
+	if _, err := l.WaitNextHops(t.Context(), vip, routeWait, want...); err != nil {
+		t.Fatal(err)
+	}
+	// FRR marks the paths it uses for ECMP once it has compared them.
+	r, err := l.WaitRoute(t.Context(), vip, routeWait, func(r lab.Route, ok bool) bool {
+		multipath := 0
+		for _, p := range r.Paths {
+			if p.Multipath {
+				multipath++
+			}
+		}
+		return multipath == n
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// zebra installs all three in the router's kernel.
+	var nhs []netip.Addr
+	for range 50 {
+		if nhs, err = l.KernelNextHops(vip); err == nil && slices.Equal(nhs, r.NextHops()) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !slices.Equal(nhs, r.NextHops()) {
+		t.Fatalf("kernel next hops %v (%v), want %v", nhs, err, r.NextHops())
+	}
+	pingUntil(t, l, vip.Addr())
+
+	// One host drains: its path stays valid but leaves the ECMP set, so
+	// new flows avoid it before the withdraw.
+	sps[1].must(helperRequest{Op: "gshut", VIP: vip})
+	others := []netip.Addr{lab.RoutedHostAddr(1), lab.RoutedHostAddr(3)}
+	for range 50 {
+		if nhs, err = l.KernelNextHops(vip); err == nil && slices.Equal(nhs, others) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !slices.Equal(nhs, others) {
+		t.Fatalf("while host 2 drains, kernel next hops %v (%v), want %v", nhs, err, others)
+	}
+	if r, ok, err := l.Route(t.Context(), vip); err != nil || !ok || len(r.NextHops()) != n {
+		t.Errorf("while host 2 drains, FRR has %+v (%v), want its path still valid", r, err)
+	}
+	// It withdraws: exactly its path goes.
+	sps[1].must(helperRequest{Op: "withdraw", VIP: vip})
+	if _, err := l.WaitNextHops(t.Context(), vip, routeWait, lab.RoutedHostAddr(1), lab.RoutedHostAddr(3)); err != nil {
+		t.Fatal(err)
+	}
+	pingUntil(t, l, vip.Addr())
+}
+
+// TestFRRWrongASN: each side configured with a wrong ASN for the other.
+// The session stays down, the status says why, and GoBGP keeps retrying,
+// so fixing the config brings it up without a restart.
+func TestFRRWrongASN(t *testing.T) {
+	t.Run("router expects another AS", func(t *testing.T) {
+		l := newRouted(t, 1, lab.RouterConfig{Neighbors: lab.HostNeighbors(1, 65099)})
+		sp := startSpeaker(t, l.HostNS(1), hostConfig(1))
+		router := lab.RoutedRouterAddr(1)
+		st := sp.waitPeer(router, routeWait, func(p PeerStatus) bool { return p.LastError != "" })
+		if st.Up {
+			t.Fatalf("session up with a wrong ASN: %+v", st)
+		}
+		if !strings.Contains(st.LastError, "OPEN") {
+			t.Errorf("LastError = %q, want the refused OPEN", st.LastError)
+		}
+		t.Logf("reported: state %s, last error %q", st.State, st.LastError)
+		// Fix the router: the next retry succeeds.
+		if err := l.ConfigureRouter(t.Context(), 0, fmt.Sprintf("neighbor %s remote-as %d", lab.RoutedHostAddr(1), hostASN)); err != nil {
+			t.Fatal(err)
+		}
+		sp.waitPeer(router, time.Minute, func(p PeerStatus) bool { return p.Up })
+	})
+	t.Run("speaker expects another AS", func(t *testing.T) {
+		l := newRouted(t, 1, lab.RouterConfig{Neighbors: lab.HostNeighbors(1, hostASN)})
+		cfg := hostConfig(1)
+		cfg.Peers[0].ASN = 65077
+		sp := startSpeaker(t, l.HostNS(1), cfg)
+		router := lab.RoutedRouterAddr(1)
+		st := sp.waitPeer(router, routeWait, func(p PeerStatus) bool { return p.LastError != "" })
+		if st.Up {
+			t.Fatalf("session up with a wrong ASN: %+v", st)
+		}
+		if !strings.Contains(st.LastError, "bad peer as") {
+			t.Errorf("LastError = %q, want the NOTIFICATION bad peer as sent", st.LastError)
+		}
+		t.Logf("reported: state %s, last error %q", st.State, st.LastError)
+		// Reconfigure replaces the peer; it comes up.
+		sp.must(helperRequest{Op: "reconfigure", Config: new(hostConfig(1))})
+		sp.waitPeer(router, time.Minute, func(p PeerStatus) bool { return p.Up })
+	})
+}
+
+// TestFRRPassword: TCP-MD5. A wrong password never gets a TCP connection
+// (the router drops the segments), which the status reports; the right one
+// establishes.
+func TestFRRPassword(t *testing.T) {
+	ns := lab.HostNeighbors(1, hostASN)
+	ns[0].Password = "s3cret-vipd"
+	l := newRouted(t, 1, lab.RouterConfig{Neighbors: ns})
+	router := lab.RoutedRouterAddr(1)
+	cfg := hostConfig(1)
+	cfg.Peers[0].Password = "wrong"
+	sp := startSpeaker(t, l.HostNS(1), cfg)
+	st := sp.waitPeer(router, routeWait, func(p PeerStatus) bool { return strings.HasPrefix(p.LastError, "connect:") })
+	if !strings.Contains(st.LastError, "password") {
+		t.Errorf("LastError = %q, want a hint at the password", st.LastError)
+	}
+	if st.Up {
+		t.Fatalf("session up with a wrong password: %+v", st)
+	}
+	t.Logf("wrong password reported: state %s, last error %q", st.State, st.LastError)
+	// Two failed attempts in a row are visible as retries in the log.
+	time.Sleep(2 * connectRetry)
+	if st := sp.peers().Peers[0]; st.Up {
+		t.Fatalf("session came up with a wrong password: %+v", st)
+	}
+
+	cfg.Peers[0].Password = ns[0].Password
+	sp.must(helperRequest{Op: "reconfigure", Config: &cfg})
+	sp.waitPeer(router, time.Minute, func(p PeerStatus) bool { return p.Up })
+	out, err := l.Vtysh(t.Context(), "show bgp neighbors "+lab.RoutedHostAddr(1).String()+" json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), `"bgpState":"Established"`) {
+		t.Errorf("FRR does not see the session established:\n%s", out)
+	}
+}
+
+// TestFRRReconfigureAddPeer: adding a second (multihop) peer leaves the
+// first session alone. The second session runs from another address of
+// the host (198.51.100.250 on its lo) to the router's client-side address.
+func TestFRRReconfigureAddPeer(t *testing.T) {
+	second := netip.MustParseAddr("198.51.100.250")
+	l := newRouted(t, 1, lab.RouterConfig{Neighbors: lab.HostNeighbors(1, hostASN)})
+	for _, c := range [][]string{
+		{"host", "ip", "addr", "add", second.String() + "/32", "dev", "lo"},
+		{"host", "ip", "route", "add", lab.RoutedClientGateway().String() + "/32", "via", lab.RoutedRouterAddr(1).String(), "src", second.String()},
+		{"router", "ip", "route", "add", second.String() + "/32", "via", lab.RoutedHostAddr(1).String()},
+	} {
+		cmd := l.RouterCommand(t.Context(), c[1], c[2:]...)
+		if c[0] == "host" {
+			cmd = l.HostCommand(t.Context(), 1, c[1], c[2:]...)
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v: %s", c, err, out)
+		}
+	}
+	if err := l.AddRouterNeighbor(t.Context(), 0, lab.RouterNeighbor{Address: second, ASN: hostASN}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.ConfigureRouter(t.Context(), 0, fmt.Sprintf("neighbor %s ebgp-multihop 2", second)); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := hostConfig(1)
+	sp := startSpeaker(t, l.HostNS(1), cfg)
+	first := sp.waitPeer(lab.RoutedRouterAddr(1), routeWait, func(p PeerStatus) bool { return p.Up })
+
+	cfg.Peers = append(cfg.Peers, Peer{Address: lab.RoutedClientGateway(), ASN: lab.RouterASN, MultihopTTL: 2})
+	sp.must(helperRequest{Op: "reconfigure", Config: &cfg})
+	sp.waitPeer(lab.RoutedClientGateway(), time.Minute, func(p PeerStatus) bool { return p.Up })
+
+	now := sp.waitPeer(lab.RoutedRouterAddr(1), time.Second, func(p PeerStatus) bool { return true })
+	if !now.Up || !now.Since.Equal(first.Since) {
+		t.Errorf("first session changed: before %+v, after %+v", first, now)
+	}
+	out, err := l.Vtysh(t.Context(), "show bgp neighbors "+lab.RoutedHostAddr(1).String()+" json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nb map[string]struct {
+		Established int `json:"connectionsEstablished"`
+		Dropped     int `json:"connectionsDropped"`
+	}
+	if err := json.Unmarshal(out, &nb); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got := nb[lab.RoutedHostAddr(1).String()]; got.Established != 1 || got.Dropped != 0 {
+		t.Errorf("FRR saw the first session established %d times, dropped %d; want 1 and 0", got.Established, got.Dropped)
+	}
+}

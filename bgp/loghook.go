@@ -1,0 +1,83 @@
+package bgp
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
+)
+
+// gobgpHandler is the slog.Handler GoBGP logs to. It forwards GoBGP's
+// warnings and errors (everything when the speaker's log is at debug) and
+// picks out of its debug lines the one fact the speaker reports: a failed
+// connection attempt to a peer, which GoBGP retries without a state change.
+type gobgpHandler struct {
+	next slog.Handler
+	peer string // GoBGP's "Key" attribute: the peer's address
+	// onFailure receives a failure GoBGP reports only in its log: a
+	// connect attempt that failed, a NOTIFICATION it sent while no session
+	// existed (a bad OPEN from the peer, such as the wrong ASN).
+	onFailure func(peer, what string)
+}
+
+// GoBGP's message and attribute names (pkg/server/fsm.go, peer.go).
+const (
+	gobgpConnectFailed = "failed to connect"
+	gobgpSentNotif     = "sent notification"
+	gobgpKeyAttr       = "Key"
+	gobgpErrorAttr     = "Error"
+	gobgpCodeAttr      = "Code"
+	gobgpSubcodeAttr   = "Subcode"
+)
+
+func (h *gobgpHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *gobgpHandler) Handle(ctx context.Context, r slog.Record) error {
+	if h.onFailure != nil && h.peer != "" {
+		switch r.Message {
+		case gobgpConnectFailed:
+			r.Attrs(func(a slog.Attr) bool {
+				if a.Key == gobgpErrorAttr {
+					h.onFailure(h.peer, "connect: "+a.Value.String())
+					return false
+				}
+				return true
+			})
+		case gobgpSentNotif:
+			var code, sub int64
+			r.Attrs(func(a slog.Attr) bool {
+				switch a.Key {
+				case gobgpCodeAttr:
+					code = a.Value.Int64()
+				case gobgpSubcodeAttr:
+					sub = a.Value.Int64()
+				}
+				return true
+			})
+			h.onFailure(h.peer, "sent NOTIFICATION "+bgp.NewNotificationErrorCode(uint8(code), uint8(sub)).String())
+		}
+	}
+	if r.Level >= slog.LevelWarn || h.next.Enabled(ctx, slog.LevelDebug) {
+		if h.next.Enabled(ctx, r.Level) {
+			return h.next.Handle(ctx, r)
+		}
+	}
+	return nil
+}
+
+func (h *gobgpHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	c := *h
+	for _, a := range attrs {
+		if a.Key == gobgpKeyAttr {
+			c.peer = a.Value.String()
+		}
+	}
+	c.next = h.next.WithAttrs(attrs)
+	return &c
+}
+
+func (h *gobgpHandler) WithGroup(name string) slog.Handler {
+	c := *h
+	c.next = h.next.WithGroup(name)
+	return &c
+}
