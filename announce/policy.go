@@ -34,6 +34,10 @@ type Config struct {
 	// a peer that preempts us sends its advert and then its announcement,
 	// and the two may be read in either order.
 	ClaimGrace time.Duration
+	// SuccessorWait is how long a handover keeps the addresses after the
+	// successor's first advert when no announcement of it arrives (BGP:
+	// the graceful-shutdown drain time); zero is SuccessorAnnounceWait.
+	SuccessorWait time.Duration
 }
 
 // A Claim is another host saying that it has one of our addresses.
@@ -237,7 +241,11 @@ func (p *Policy) SuccessorHeard(now time.Time) {
 		return
 	}
 	p.successorSeen = true
-	if d := now.Add(SuccessorAnnounceWait); d.Before(p.due[timerHandover]) {
+	wait := p.cfg.SuccessorWait
+	if wait <= 0 {
+		wait = SuccessorAnnounceWait
+	}
+	if d := now.Add(wait); d.Before(p.due[timerHandover]) {
 		p.due[timerHandover] = d
 	}
 }

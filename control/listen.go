@@ -50,6 +50,7 @@ type Server struct {
 	// host's figures of the moment to it.
 	daemon *DaemonInfo
 	host   func() *HostStat
+	bgp    func() []BGPPeer
 
 	serving   atomic.Bool
 	closeOnce sync.Once
@@ -104,6 +105,12 @@ func WithDaemonInfo(info DaemonInfo) ServerOption {
 // status request, to the daemon's info.
 func WithHostStats(f func() *HostStat) ServerOption {
 	return func(s *Server) { s.host = f }
+}
+
+// WithBGPPeers adds the BGP speaker's peers, read at each status request,
+// to the daemon's info.
+func WithBGPPeers(f func() []BGPPeer) ServerOption {
+	return func(s *Server) { s.bgp = f }
 }
 
 // lookupGroup returns the gid of a group name or number; -1 for "", which

@@ -71,6 +71,17 @@ func RenderDaemon(w io.Writer, d DaemonInfo, now time.Time) {
 	if d.Host != nil {
 		fmt.Fprintln(w, "host: "+d.Host.String())
 	}
+	for _, p := range d.BGPPeers {
+		line := fmt.Sprintf("bgp peer %v AS%d %s", p.Address, p.ASN, p.State)
+		if !p.Since.IsZero() {
+			line += " since " + sinceCell(p.Since, now)
+		}
+		line += fmt.Sprintf(", %d prefixes sent", p.PrefixesSent)
+		if p.LastError != "" {
+			line += "; last error: " + p.LastError
+		}
+		fmt.Fprintln(w, line)
+	}
 }
 
 // RenderStatus writes one line per instance, then a block of details for
@@ -173,6 +184,7 @@ func prefixString(p netip.Prefix) string {
 
 func hasDetails(st InstanceStatus) bool {
 	return len(st.Trackers) > 0 || len(st.Counters.Drops) > 0 || len(st.Warnings) > 0 || rfc9568Peers(st) != "" || st.Waiting != "" ||
+		(st.Announce != "" && st.Announce != "arp") ||
 		st.Drained || len(st.VIPs) > 1 || otherMaster(st) || hasParts(st.Priority)
 }
 
@@ -261,6 +273,17 @@ func renderDetails(w io.Writer, st InstanceStatus, now time.Time) {
 	}
 	if st.Waiting != "" {
 		fmt.Fprintf(tw, "  waiting\t%s\n", st.Waiting)
+	}
+	if st.Announce != "" && st.Announce != "arp" {
+		routes := "none announced"
+		if len(st.Routes) > 0 {
+			var rs []string
+			for _, r := range st.Routes {
+				rs = append(rs, r.String())
+			}
+			routes = strings.Join(rs, ", ")
+		}
+		fmt.Fprintf(tw, "  %s\troutes: %s\n", st.Announce, routes)
 	}
 	if peers := rfc9568Peers(st); peers != "" {
 		fmt.Fprintf(tw, "  checksum\tRFC 9568 form (no IPv4 pseudo-header) from %s\n", peers)

@@ -240,9 +240,14 @@ func (s *Server) handle(ctx context.Context, log *slog.Logger, p peerCred, line 
 	resp = Response{OK: true, Result: raw}
 	if req.Command == CmdStatus {
 		resp.Daemon = s.daemon
-		if s.daemon != nil && s.host != nil {
+		if s.daemon != nil && (s.host != nil || s.bgp != nil) {
 			d := *s.daemon
-			d.Host = s.host()
+			if s.host != nil {
+				d.Host = s.host()
+			}
+			if s.bgp != nil {
+				d.BGPPeers = s.bgp()
+			}
 			resp.Daemon = &d
 		}
 	}

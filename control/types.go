@@ -33,6 +33,19 @@ type DaemonInfo struct {
 	StartedAt time.Time `json:"started_at,omitzero"`
 	// Host is the host's pressure and CPU steal now.
 	Host *HostStat `json:"host,omitempty"`
+	// BGPPeers are the BGP speaker's peers (the BGP modes).
+	BGPPeers []BGPPeer `json:"bgp_peers,omitempty"`
+}
+
+// BGPPeer is one BGP session of the daemon.
+type BGPPeer struct {
+	Address      netip.Addr `json:"address"`
+	ASN          uint32     `json:"asn"`
+	State        string     `json:"state"`
+	Up           bool       `json:"up"`
+	Since        time.Time  `json:"since,omitzero"`
+	PrefixesSent int        `json:"prefixes_sent"`
+	LastError    string     `json:"last_error,omitempty"`
 }
 
 // InstanceStatus is a snapshot of one virtual router on this host.
@@ -69,6 +82,11 @@ type InstanceStatus struct {
 	// the interface, its address, an IPv6 link-local address still in
 	// duplicate address detection.
 	Waiting string `json:"waiting,omitempty"`
+	// Announce is how the VIPs are made reachable: "arp" (also NDP), "bgp"
+	// (the Master announces host routes) or "bgp-anycast" (every healthy
+	// host does); Routes lists the routes announced now.
+	Announce string         `json:"announce,omitempty"`
+	Routes   []netip.Prefix `json:"routes,omitempty"`
 }
 
 // Priority explains the priority this host advertises.

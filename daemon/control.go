@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -45,6 +46,11 @@ func (d *Daemon) StatusReport() []control.InstanceStatus {
 			},
 			Warnings: st.Warnings,
 			Waiting:  st.Waiting,
+			Announce: st.Announce,
+			Routes:   st.Routes,
+		}
+		if d.speaker != nil && st.Announce != "arp" && !d.speaker.Established() {
+			cs.Warnings = append(cs.Warnings, "no BGP session is established: the routers do not carry this instance's VIPs")
 		}
 		for a, f := range st.PeerChecksums {
 			if cs.PeerChecksums == nil {
@@ -129,6 +135,15 @@ func (d *Daemon) Drain(ctx context.Context, req control.DrainRequest) (control.D
 	res := control.DrainResult{Instances: []control.DrainedInstance{}}
 	var warnings []string
 	for _, r := range rs {
+		if r.in.anycast() {
+			var derr error
+			if err := r.in.do(ctx, func() { _, derr = r.in.drain(note) }); err != nil || derr != nil {
+				return res, fmt.Errorf("instance %q: %w", r.in.id.name, errors.Join(err, derr))
+			}
+			res.Instances = append(res.Instances, control.DrainedInstance{Name: r.in.id.name, State: control.State(r.in.status().State.String()),
+				Message: "drained: its routes are withdrawn; the other hosts carry the flows"})
+			continue
+		}
 		if r.in.follow != "" {
 			// A follower moves with its leader.
 			res.Instances = append(res.Instances, control.DrainedInstance{Name: r.in.id.name, State: control.State(r.in.status().State.String()),
@@ -258,4 +273,14 @@ func HostStat(s hoststat.Sample) *control.HostStat {
 		h.StealPct, h.IOWaitPct, h.Span = s.CPU.StealPct, s.CPU.IOWaitPct, control.Duration(s.Span)
 	}
 	return h
+}
+
+// ControlBGPPeers are the BGP peers as the control socket answers them.
+func (d *Daemon) ControlBGPPeers() []control.BGPPeer {
+	var out []control.BGPPeer
+	for _, p := range d.BGPPeers() {
+		out = append(out, control.BGPPeer{Address: p.Address, ASN: p.ASN, State: p.State, Up: p.Up, Since: p.Since,
+			PrefixesSent: p.PrefixesSent, LastError: p.LastError})
+	}
+	return out
 }

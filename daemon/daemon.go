@@ -65,6 +65,8 @@ type Daemon struct {
 	hostAt     atomic.Int64   // when the host was last sampled, in Unix ns
 	sockets    *socketPool    // the VRRP sockets, one per interface and source
 	announcers *announcerPool // ARP and NDP, one per interface and family
+	speaker    RouteSpeaker   // BGP, nil without [bgp]
+	done       chan struct{}  // closed when Run returns
 	reloadMu   sync.Mutex     // one reload at a time
 	mu         sync.Mutex     // guards cfg, instances, history
 	cfg        *config.Config
@@ -110,9 +112,13 @@ func New(cfg *config.Config, log *slog.Logger, env Env, opts Options) (*Daemon, 
 	if opts.Load == nil {
 		opts.Load = config.Load
 	}
-	d := &Daemon{log: log, env: env, cfg: cfg, opts: opts, fatal: make(chan error, 1), heldDirty: make(chan struct{}, 1)}
+	d := &Daemon{log: log, env: env, cfg: cfg, opts: opts, fatal: make(chan error, 1), heldDirty: make(chan struct{}, 1), done: make(chan struct{})}
 	d.sockets = newSocketPool(env, log)
 	d.announcers = newAnnouncerPool(env)
+	var err error
+	if d.speaker, err = newSpeaker(cfg, env, log); err != nil {
+		return nil, err
+	}
 	d.restoreHistory(opts.Handover)
 	for _, ic := range cfg.Instances {
 		in := d.newInstance(ic, cfg)
@@ -123,7 +129,7 @@ func New(cfg *config.Config, log *slog.Logger, env Env, opts Options) (*Daemon, 
 }
 
 func (d *Daemon) newInstance(ic config.Instance, cfg *config.Config) *instance {
-	return newInstance(ic, pools{sockets: d.sockets, announcers: d.announcers}, cfg.Global.StateDir, d.log, d.env, d.hooks())
+	return newInstance(ic, pools{sockets: d.sockets, announcers: d.announcers, speaker: d.speaker}, cfg.Global.StateDir, d.log, d.env, d.hooks())
 }
 
 // hooks are what instances report to the daemon.
@@ -203,12 +209,34 @@ func (d *Daemon) Run(ctx context.Context) error {
 		defer close(fanDone)
 		for ev := range events {
 			for _, r := range d.snapshot() {
-				if ev.Link == r.in.id.ifname || ev.Link == "" {
+				// The VIPs of a BGP mode live on lo: its address events
+				// (a VIP deleted by hand) are the instance's too.
+				vipLink := ev.Link == r.in.holder.ifname && (ev.Kind == netif.AddrRemoved || ev.Kind == netif.AddrChanged)
+				if ev.Link == r.in.id.ifname || ev.Link == "" || vipLink {
 					r.in.linkEvent(ev)
 				}
 			}
 		}
 	}()
+	// The BGP speaker outlives the instances' graceful stop: their
+	// withdraws go through it.
+	speakerCtx, stopSpeaker := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSpeaker()
+	speakerDone := make(chan struct{})
+	if d.speaker != nil {
+		go func() {
+			defer close(speakerDone)
+			if err := d.speaker.Run(speakerCtx); err != nil && speakerCtx.Err() == nil {
+				d.log.Error("bgp speaker stopped", "error", err)
+				select {
+				case d.fatal <- fmt.Errorf("bgp: %w", err):
+				default:
+				}
+			}
+		}()
+	} else {
+		close(speakerDone)
+	}
 
 	// held.json is written on a goroutine of its own: an election loop
 	// must not wait for the disk.
@@ -236,6 +264,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.wg.Wait()
 	// The stop hooks run before the daemon exits, each within its timeout.
 	d.hookRunners.Wait()
+	stopSpeaker()
+	<-speakerDone
+	close(d.done)
 	stopWatch()
 	<-fanDone
 	if werr := <-watchDone; err == nil {
@@ -278,8 +309,35 @@ func (d *Daemon) Ready() <-chan struct{} {
 		for _, r := range rs {
 			<-r.in.ready
 		}
+		d.waitBGP()
 	}()
 	return ch
+}
+
+// waitBGP waits, in the BGP modes, until a peer is established: until
+// then the VIPs reach nobody through the routers, and the daemon is not
+// ready (status says why).
+func (d *Daemon) waitBGP() {
+	if d.speaker == nil {
+		return
+	}
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	logged := false
+	for !d.speaker.Established() {
+		if !logged {
+			d.log.Warn("not ready: no BGP peer established yet")
+			logged = true
+		}
+		select {
+		case <-d.done:
+			return
+		case <-t.C:
+		}
+	}
+	if logged {
+		d.log.Info("a BGP peer is established")
+	}
 }
 
 // Snapshot returns the state of every instance.

@@ -42,6 +42,11 @@ func policyConfig(ic config.Instance, monitor bool) announce.Config {
 		Repeat: ic.GARP.Repeat, Interval: ic.GARP.Interval, Refresh: ic.GARP.Refresh,
 		ClaimGrace: min(ic.AdvertInterval, conflictGrace),
 	}
+	if ic.Announce.BGPMode() {
+		// One announcement is a route; the graceful-shutdown drain is
+		// how long a handover keeps it after the successor's advert.
+		cfg.Repeat, cfg.Refresh, cfg.SuccessorWait = 1, 0, max(ic.BGP.GracefulShutdownTime, announce.SuccessorAnnounceWait)
+	}
 	if monitor {
 		cfg.ProbeEvery = probeEvery
 	}
@@ -77,6 +82,11 @@ func (in *instance) exec(actions []vrrp.Action) {
 				continue // the handover removes them
 			}
 			in.policy.Released()
+			if in.routes != nil {
+				// The route goes before the address: no router may send
+				// traffic for a VIP this host no longer has.
+				in.routes.withdraw("no longer Master")
+			}
 			in.holder.release()
 			in.armPolicy()
 		case vrrp.ActAnnounce:

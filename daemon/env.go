@@ -2,11 +2,13 @@ package daemon
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/netip"
 	"time"
 
 	"github.com/vipd/vipd/arp"
+	"github.com/vipd/vipd/bgp"
 	"github.com/vipd/vipd/hoststat"
 	"github.com/vipd/vipd/netif"
 	"github.com/vipd/vipd/transport"
@@ -39,6 +41,18 @@ type ARPMonitor interface {
 	Close() error
 }
 
+// RouteSpeaker announces VIPs as host routes over BGP; *bgp.Speaker
+// implements it.
+type RouteSpeaker interface {
+	Run(ctx context.Context) error
+	Announce(ctx context.Context, vip netip.Prefix, attrs bgp.Attrs) error
+	GracefulShutdown(ctx context.Context, vip netip.Prefix) error
+	Withdraw(ctx context.Context, vip netip.Prefix) error
+	Established() bool
+	Peers() []bgp.PeerStatus
+	Reconfigure(ctx context.Context, cfg bgp.Config) error
+}
+
 // Env is the daemon's view of the operating system.
 type Env struct {
 	Links Links
@@ -59,6 +73,11 @@ type Env struct {
 	// HostStats reads the host's pressure and CPU steal since its previous
 	// call (hoststat.Sampler.Sample); nil records none.
 	HostStats func() (hoststat.Sample, error)
+	// NewSpeaker starts nothing: it returns the BGP speaker of a [bgp]
+	// configuration; nil refuses such a configuration.
+	NewSpeaker func(cfg bgp.Config, log *slog.Logger) (RouteSpeaker, error)
+	// ReadFile reads a BGP password_file; nil means os.ReadFile.
+	ReadFile func(name string) ([]byte, error)
 }
 
 type clock struct{ now func() time.Time }

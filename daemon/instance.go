@@ -41,12 +41,16 @@ type counters struct {
 type instance struct {
 	// id never changes: other goroutines may read it without a lock; nor
 	// does follow, the leader this instance follows ("" for none).
-	id       instanceID
-	follow   string
-	log      *slog.Logger
-	env      Env
-	hooks    instanceHooks
-	stateDir string
+	id     instanceID
+	follow string
+	// anycastMode: bgp-anycast, no election (a reload that changes the
+	// mode restarts the instance).
+	anycastMode  bool
+	announceMode string // how the VIPs are announced: arp, bgp, bgp-anycast
+	log          *slog.Logger
+	env          Env
+	hooks        instanceHooks
+	stateDir     string
 
 	links          chan netif.Event
 	ready          chan struct{}
@@ -81,7 +85,8 @@ type instance struct {
 	sockets    *socketPool
 	sock       *vrrpSocket // shared with the other instances on the link
 	announcers *announcerPool
-	ann        *linkAnnouncer // the interface's announcer and claim monitor
+	ann        *linkAnnouncer  // the interface's announcer and claim monitor
+	routes     *routeAnnouncer // in the BGP modes: the VIPs' host routes
 	linkIndex  int
 	sendBuf    []byte
 	advAddrs   []netip.Addr   // the VIPs as adverts list them; nil after a reload
@@ -126,6 +131,8 @@ func newInstance(ic config.Instance, pools pools, stateDir string, log *slog.Log
 	in := &instance{
 		id:             instanceID{name: ic.Name, ifname: ic.Interface, vrid: ic.VRID},
 		follow:         ic.Follow,
+		anycastMode:    ic.Announce == config.AnnounceBGPAnycast,
+		announceMode:   ic.Announce.String(),
 		leaderCh:       make(chan leaderState, 1),
 		sockets:        pools.sockets,
 		announcers:     pools.announcers,
@@ -144,7 +151,14 @@ func newInstance(ic config.Instance, pools pools, stateDir string, log *slog.Log
 		drops:          newDropLog(dropLogPerSource, dropLogPerReason, dropLogWindow),
 	}
 	in.filter.Store(&readFilter{peers: ic.UnicastPeers})
-	in.holder = newAddressHolder(env.Links, ic.Interface, ic.VIPs, in.log, in.heldChanged)
+	holderIf := ic.Interface
+	if ic.Announce.BGPMode() {
+		holderIf = loopback
+		if pools.speaker != nil {
+			in.routes = newRouteAnnouncer(pools.speaker, ic.BGP, in.log)
+		}
+	}
+	in.holder = newAddressHolder(env.Links, holderIf, ic.VIPs, in.log, in.heldChanged)
 	in.drained, in.drainNote = in.loadDrain()
 	in.pub = published{
 		vips: ic.VIPs, base: ic.Priority, interval: ic.AdvertInterval,
@@ -206,6 +220,9 @@ func (in *instance) run(ctx context.Context) error {
 	}
 	in.startTrackers(ts, in.cfg.Tracks)
 	defer in.stopTrackers()
+	if in.cfg.Announce == config.AnnounceBGPAnycast {
+		return in.runAnycast(ctx)
+	}
 	for i := range in.timers {
 		in.timers[i] = stoppedTimer()
 	}
@@ -374,4 +391,5 @@ func (in *instance) stop() error {
 type pools struct {
 	sockets    *socketPool
 	announcers *announcerPool
+	speaker    RouteSpeaker // nil without [bgp]
 }

@@ -97,6 +97,12 @@ func (in *instance) open(ifi *net.Interface) error {
 	if err := in.openVRRP(ifi); err != nil {
 		return err
 	}
+	if in.routes != nil {
+		// BGP: the routers carry the VIPs; nothing to say on the link.
+		in.ann, in.linkIndex = &linkAnnouncer{announce: in.routes, stop: func() {}}, ifi.Index
+		in.log.Info("joined", "source", in.primary, "mode", mode(in.cfg), "announce", in.cfg.Announce.String())
+		return nil
+	}
 	la, err := in.announcers.join(ifi, in)
 	if err != nil {
 		in.close()
@@ -128,10 +134,10 @@ func (in *instance) close() {
 		in.sockets.leave(in.sock, in)
 		in.sock = nil
 	}
-	if in.ann != nil {
+	if in.ann != nil && in.routes == nil {
 		in.announcers.leave(in.ann, in)
-		in.ann = nil
 	}
+	in.ann = nil
 }
 
 // reopenVRRP replaces the VRRP socket after a reload changed the transport

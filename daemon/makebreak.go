@@ -47,7 +47,13 @@ func (in *instance) planned(fn func()) {
 // startHandover keeps the addresses past the machine's release.
 func (in *instance) startHandover() {
 	now := in.env.Now()
-	in.policy.HandOver(now, handoverBound(in.cfg.AdvertInterval))
+	bound := handoverBound(in.cfg.AdvertInterval)
+	if in.routes != nil {
+		// The routers move traffic off our path before the withdraw.
+		in.routes.shutdown()
+		bound += in.cfg.BGP.GracefulShutdownTime
+	}
+	in.policy.HandOver(now, bound)
 	in.setHandover(HandoverReport{PriorityZeroAt: now})
 	in.armPolicy()
 	in.log.Info("handing over: priority 0 sent; keeping the addresses until the successor has taken over",
@@ -72,6 +78,9 @@ func (in *instance) successorHeard(src netip.Addr) {
 // withdraw ends a handover: the successor has the addresses, or nobody
 // came within the bound.
 func (in *instance) withdraw(late bool) {
+	if in.routes != nil {
+		in.routes.withdraw("handed over")
+	}
 	in.holder.release()
 	now := in.env.Now()
 	in.pubMu.Lock()

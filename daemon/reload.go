@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/vipd/vipd/bgp"
 	"github.com/vipd/vipd/config"
 	"github.com/vipd/vipd/health"
 	"github.com/vipd/vipd/vrrp"
@@ -101,6 +102,7 @@ func (d *Daemon) Reload(ctx context.Context) (ReloadOutcome, error) {
 // reloadPlan is a checked reload, not applied yet.
 type reloadPlan struct {
 	next    *config.Config
+	bgp     *bgp.Config // the speaker's new configuration; nil: unchanged
 	outcome ReloadOutcome
 	stop    []*running
 	start   []config.Instance
@@ -122,13 +124,18 @@ func (d *Daemon) plan(ctx context.Context, prev, next *config.Config) (*reloadPl
 			note("global: node_name, socket, socket_group, state_dir, log_format, metrics_listen, realtime_priority, realtime_policy or lock_memory changed: they take effect at the next restart")
 		}
 	}
+	if err := d.planBGP(p, prev, next); err != nil {
+		return nil, err
+	}
 	byName := map[string]*running{}
 	for _, r := range d.snapshot() {
 		byName[r.in.id.name] = r
 	}
 	prevFollow := map[string]string{}
+	prevAnnounce := map[string]config.Announce{}
 	for _, ic := range prev.Instances {
 		prevFollow[ic.Name] = ic.Follow
+		prevAnnounce[ic.Name] = ic.Announce
 	}
 	for _, ic := range next.Instances {
 		r, ok := byName[ic.Name]
@@ -137,13 +144,16 @@ func (d *Daemon) plan(ctx context.Context, prev, next *config.Config) (*reloadPl
 		case !ok:
 			p.start = append(p.start, ic)
 			note(fmt.Sprintf("%s: new instance (VRID %d on %s)", ic.Name, ic.VRID, ic.Interface))
-		case r.in.id.vrid != ic.VRID || r.in.id.ifname != ic.Interface || prevFollow[ic.Name] != ic.Follow:
+		case r.in.id.vrid != ic.VRID || r.in.id.ifname != ic.Interface || prevFollow[ic.Name] != ic.Follow || prevAnnounce[ic.Name] != ic.Announce:
 			p.stop = append(p.stop, r)
 			p.start = append(p.start, ic)
 			why := fmt.Sprintf("%s: VRID %d on %s -> VRID %d on %s: restarted (its address moves if this host held it)",
 				ic.Name, r.in.id.vrid, r.in.id.ifname, ic.VRID, ic.Interface)
 			if prevFollow[ic.Name] != ic.Follow {
 				why = fmt.Sprintf("%s: follow %q -> %q: restarted (its address moves if this host held it)", ic.Name, prevFollow[ic.Name], ic.Follow)
+			}
+			if prevAnnounce[ic.Name] != ic.Announce {
+				why = fmt.Sprintf("%s: announce %s -> %s: restarted (its address moves if this host held it)", ic.Name, prevAnnounce[ic.Name], ic.Announce)
 			}
 			note(why)
 			p.outcome.Restarted = append(p.outcome.Restarted, why)
@@ -179,6 +189,12 @@ func (d *Daemon) commit(ctx context.Context, p *reloadPlan) error {
 		<-r.done
 	}
 	var errs []error
+	if p.bgp != nil {
+		// Peers change in place; unrelated sessions stay up.
+		if err := d.speaker.Reconfigure(ctx, *p.bgp); err != nil {
+			errs = append(errs, fmt.Errorf("bgp: %w", err))
+		}
+	}
 	for i, r := range p.keep {
 		u := p.updates[i]
 		if err := r.in.do(ctx, func() { r.in.apply(u) }); err != nil {
@@ -284,6 +300,7 @@ func (in *instance) prepare(ic config.Instance) (*instanceUpdate, error) {
 // apply commits a prepared change; it cannot fail. The machine keeps its
 // state: a Master stays Master.
 func (in *instance) apply(u *instanceUpdate) {
+	oldVIPs := in.cfg.VIPs
 	in.cfg = u.cfg
 	in.advAddrs = nil
 	in.filter.Store(&u.filter)
@@ -320,6 +337,9 @@ func (in *instance) apply(u *instanceUpdate) {
 		in.armPolicy()
 	}
 	in.reopen = u.reopen
+	if u.cfg.Announce == config.AnnounceBGPAnycast && in.routes != nil {
+		in.anycastVIPs(oldVIPs)
+	}
 	in.applyPriority()
 }
 
@@ -337,4 +357,29 @@ func sameTracks(a, b []config.Track) bool {
 		}
 	}
 	return true
+}
+
+// planBGP checks a changed [bgp] table: peers change in place; the AS, the
+// router ID and the listen port, or a speaker added or removed, wait for
+// the next restart.
+func (d *Daemon) planBGP(p *reloadPlan, prev, next *config.Config) error {
+	if reflect.DeepEqual(prev.BGP, next.BGP) {
+		return nil
+	}
+	if d.speaker == nil || next.BGP == nil {
+		p.outcome.Changes = append(p.outcome.Changes, "bgp: [bgp] added or removed: it takes effect at the next restart")
+		return nil
+	}
+	sc, err := speakerConfig(next, d.env)
+	if err != nil {
+		return err
+	}
+	old, _ := speakerConfig(prev, d.env)
+	if sc.ASN != old.ASN || sc.RouterID != old.RouterID || sc.ListenPort != old.ListenPort {
+		p.outcome.Changes = append(p.outcome.Changes, "bgp: asn, router_id or listen_port changed: they take effect at the next restart")
+		sc.ASN, sc.RouterID, sc.ListenPort = old.ASN, old.RouterID, old.ListenPort
+	}
+	p.bgp = &sc
+	p.outcome.Changes = append(p.outcome.Changes, fmt.Sprintf("bgp: peers changed in place (%d)", len(sc.Peers)))
+	return nil
 }

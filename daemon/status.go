@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/vipd/vipd/announce"
@@ -54,6 +55,10 @@ type Status struct {
 	// Waiting says what the instance waits for before it can join its
 	// group (the interface, its address, a tentative link-local address).
 	Waiting string
+	// Announce is how the VIPs are announced (arp, bgp, bgp-anycast);
+	// Routes the host routes announced over BGP now.
+	Announce string
+	Routes   []netip.Prefix
 }
 
 // TrackerStatus is one health tracker's state.
@@ -153,6 +158,11 @@ func (in *instance) status() Status {
 		StandingDown:   p.standDown && p.state == vrrp.StateMaster,
 		Handover:       p.handover,
 		Waiting:        p.waiting,
+		Announce:       in.announceMode,
+	}
+	if in.routes != nil {
+		st.Routes = in.routes.routes()
+		slices.SortFunc(st.Routes, netip.Prefix.Compare)
 	}
 	st.PeerChecksums = checksums
 	if c := p.conflict; c.MAC != "" {

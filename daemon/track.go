@@ -167,6 +167,9 @@ func (in *instance) applyHealth(cause string) {
 		in.log.Info("priority changed", "from", old, "to", prio, "cause", cause)
 	}
 	if in.m == nil {
+		if in.cfg.Announce == config.AnnounceBGPAnycast && in.routes != nil {
+			in.evaluateAnycast(cause)
+		}
 		return
 	}
 	var out []vrrp.Action

@@ -60,6 +60,7 @@ type Option func(*options)
 
 type options struct {
 	version, commit string
+	bgpPeers        func() []control.BGPPeer
 }
 
 // WithBuildInfo sets the version and commit that vipd_build_info reports,
@@ -133,6 +134,7 @@ func New(status func() []control.InstanceStatus, opts ...Option) *Metrics {
 			checks:        m.checks,
 			checkFailures: m.checkFailures,
 		}),
+		newBGPCollector(status, o.bgpPeers),
 	)
 	m.handler = promhttp.InstrumentMetricHandler(m.reg, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
 		// A series that cannot be collected (say, two instances of one

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/vipd/vipd/arp"
+	"github.com/vipd/vipd/bgp"
 	"github.com/vipd/vipd/config"
 	"github.com/vipd/vipd/control"
 	"github.com/vipd/vipd/daemon"
@@ -99,6 +100,7 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, level *sl
 	// The control socket first: a second daemon with the same socket must
 	// stop here, before it touches any address.
 	host := hoststat.NewSampler()
+	var d *daemon.Daemon // set below; read by the control socket and metrics
 	ctl, err := control.Listen(cfg.Global.Socket, cfg.Global.SocketGroup, log, control.WithDaemonInfo(daemonInfo()),
 		control.WithHostStats(func() *control.HostStat {
 			s, err := host.Sample()
@@ -106,6 +108,12 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, level *sl
 				return nil
 			}
 			return daemon.HostStat(s)
+		}),
+		control.WithBGPPeers(func() []control.BGPPeer {
+			if d == nil {
+				return nil
+			}
+			return d.ControlBGPPeers()
 		}))
 	if err != nil {
 		if errors.Is(err, fs.ErrPermission) {
@@ -141,10 +149,13 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, level *sl
 			return ndp.ListenMonitor(ifi)
 		},
 		HostStats: host.Sample,
+		NewSpeaker: func(cfg bgp.Config, log *slog.Logger) (daemon.RouteSpeaker, error) {
+			return bgp.New(cfg, log)
+		},
 	}
 	upgradeTo := make(chan string, 1)
-	var d *daemon.Daemon
-	m := metrics.New(func() []control.InstanceStatus { return d.StatusReport() }, metrics.WithBuildInfo(version, commitString()))
+	m := metrics.New(func() []control.InstanceStatus { return d.StatusReport() }, metrics.WithBuildInfo(version, commitString()),
+		metrics.WithBGPPeers(func() []control.BGPPeer { return d.ControlBGPPeers() }))
 	d, err = daemon.New(cfg, log, env, daemon.Options{
 		OnTransition: func(instance string, tr vrrp.Transition) {
 			if tr.Reason != vrrp.ReasonResumed { // an upgrade is not a move

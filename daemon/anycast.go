@@ -1,0 +1,145 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/vipd/vipd/vrrp"
+)
+
+// In bgp-anycast nothing is elected: every host whose trackers are healthy
+// announces the VIPs and the routers spread the flows by ECMP. The
+// instance keeps the VIPs on lo while it runs, announces their routes while
+// healthy — no tracker of weight 0 failing, the effective priority at
+// least anycast_min_priority, not drained — and withdraws them otherwise.
+// Its state reads MASTER while announcing and FAULT while withdrawn.
+
+// runAnycast is run for a bgp-anycast instance.
+func (in *instance) runAnycast(ctx context.Context) error {
+	if in.routes == nil {
+		return fmt.Errorf("instance %q: bgp-anycast needs a [bgp] speaker", in.id.name)
+	}
+	in.holder.take()
+	in.markReady()
+	in.evaluateAnycast("started")
+	for {
+		select {
+		case <-ctx.Done():
+			in.stopAnycast()
+			return nil
+		case cmd := <-in.cmds:
+			cmd()
+		case st := <-in.trackerChanges:
+			in.onTracker(st)
+		case <-in.links:
+			// Nothing to do on a link: the routers carry the VIPs.
+		}
+	}
+}
+
+// evaluateAnycast announces or withdraws as the host's health says.
+func (in *instance) evaluateAnycast(cause string) {
+	prio, fault := in.health()
+	if in.drained {
+		fault = "drained by operator"
+		if in.drainNote != "" {
+			fault += ": " + in.drainNote
+		}
+	}
+	if floor := in.cfg.BGP.AnycastMinPriority; fault == "" && floor > 0 && prio < floor {
+		fault = fmt.Sprintf("priority %d below anycast_min_priority %d (%s)", prio, floor, cause)
+	}
+	want := vrrp.StateMaster
+	if fault != "" {
+		want = vrrp.StateFault
+	}
+	in.pubMu.Lock()
+	from := in.pub.state
+	in.pub.priority = prio
+	in.pubMu.Unlock()
+	switch want {
+	case vrrp.StateMaster:
+		for _, v := range in.cfg.VIPs {
+			if err := in.routes.Announce(v.Addr()); err != nil {
+				in.log.Warn("announcing the route failed", "vip", v, "error", err)
+			}
+		}
+	default:
+		in.routes.withdraw(fault)
+	}
+	if from == want {
+		return
+	}
+	why := "healthy: announcing the routes (" + cause + ")"
+	reason := vrrp.ReasonFaultCleared
+	if want == vrrp.StateFault {
+		why, reason = "withdrawn: "+fault, vrrp.ReasonFault
+	}
+	if from == vrrp.StateInitialize {
+		reason = vrrp.ReasonStartup
+	}
+	in.anycastTransition(from, want, reason, why)
+}
+
+func (in *instance) anycastTransition(from, to vrrp.State, reason vrrp.Reason, cause string) {
+	now := in.env.Now()
+	in.pubMu.Lock()
+	in.pub.state, in.pub.since = to, now
+	in.pubMu.Unlock()
+	in.transition(vrrp.Transition{At: now, From: from, To: to, Reason: reason, Cause: cause})
+}
+
+// stopAnycast leaves gracefully: GRACEFUL_SHUTDOWN for the drain time, so
+// that the routers move the flows to the other hosts, then the withdraw,
+// then the VIPs off lo.
+func (in *instance) stopAnycast() {
+	if in.detach {
+		in.log.Info("detached: the next process takes over")
+		return
+	}
+	if len(in.routes.routes()) > 0 {
+		in.routes.shutdown()
+		if d := in.cfg.BGP.GracefulShutdownTime; d > 0 {
+			in.log.Info("draining the routes before their withdraw", "graceful_shutdown_time", d)
+			t := time.NewTimer(d)
+			<-t.C
+		}
+	}
+	in.routes.withdraw("shutting down")
+	in.holder.release()
+	in.pubMu.Lock()
+	from := in.pub.state
+	in.pubMu.Unlock()
+	in.anycastTransition(from, vrrp.StateInitialize, vrrp.ReasonShutdown, "shutting down")
+}
+
+// anycastVIPs applies a reload's address list: new VIPs are held and, while
+// healthy, announced; removed ones are withdrawn and released.
+func (in *instance) anycastVIPs(old []netip.Prefix) {
+	for _, v := range old {
+		if !containsPrefix(in.cfg.VIPs, v) {
+			ctx, cancel := context.WithTimeout(context.Background(), bgpTimeout)
+			in.routes.speaker.Withdraw(ctx, hostRoute(v.Addr()))
+			cancel()
+			in.routes.mu.Lock()
+			delete(in.routes.announced, hostRoute(v.Addr()))
+			in.routes.mu.Unlock()
+		}
+	}
+	in.holder.setVIPs(in.cfg.VIPs)
+	in.evaluateAnycast("configuration reloaded")
+}
+
+func containsPrefix(ps []netip.Prefix, p netip.Prefix) bool {
+	for _, q := range ps {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// anycast: a bgp-anycast instance (set at creation, never changed).
+func (in *instance) anycast() bool { return in.anycastMode }
