@@ -15,9 +15,12 @@ const (
 	// StandDownProbeEvery is how often a Master that stood down asks
 	// whether the other claimant still answers for the addresses, and
 	// StandDownMisses how many unanswered probes in a row mean it is gone.
-	// Two misses, not one: a lost reply must not restart the fight.
-	StandDownProbeEvery = 300 * time.Millisecond
-	StandDownMisses     = 2
+	// A second Master across a partition answers within a millisecond; a
+	// host that only sent a stray gratuitous ARP never does, and the
+	// clients it moved come back within about 300 ms. Three misses, not
+	// one: a lost reply must not restart the fight.
+	StandDownProbeEvery = 100 * time.Millisecond
+	StandDownMisses     = 3
 )
 
 // Config is when a Master announces.
