@@ -182,4 +182,3 @@ func TestIPv6DADKeepsLinkLocalsTentative(t *testing.T) {
 		}
 	}
 }
-
