@@ -583,3 +583,90 @@ func (c *cluster) checkPlannedMove6(p *lab.Prober, what string, from, to int, st
 		t.Errorf("%s: holders %v, client on n%d; want n%d alone and the client on it", what, s.Holders, s.NeighNode, to)
 	}
 }
+
+// withTTLRange adds an accepted TTL range to a generated vipd config (after
+// withUnicastPeers: the range is for unicast peers only).
+func withTTLRange(minTTL, maxTTL int, inner func(int, []byte) []byte) func(int, []byte) []byte {
+	return func(node int, cfg []byte) []byte {
+		cfg = inner(node, cfg)
+		return []byte(strings.Replace(string(cfg), "\n[instance.garp]",
+			fmt.Sprintf("unicast_min_ttl = %d\nunicast_max_ttl = %d\n\n[instance.garp]", minTTL, maxTTL), 1))
+	}
+}
+
+// Routed unicast (issue 13): adverts from a peer behind routers arrive with
+// a TTL below 255. The bridge rewrites the TTL of n1's adverts as routers
+// would; n2 accepts 250..255 and drops the rest, counted as ttl.
+func TestLabUnicastTTLRange(t *testing.T) {
+	c := newCluster(t, 100*time.Millisecond, noDaemon, noDaemon)
+	ctx := context.Background()
+	f, err := c.l.NewFilter(ctx)
+	if err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	t.Cleanup(func() { f.Close() })
+	setTTL := func(ttl int) {
+		t.Helper()
+		if err := f.Heal(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.SetTTLFrom(ctx, 1, ttl); err != nil {
+			t.Fatalf("nft cannot rewrite the TTL on this kernel: %v", err)
+		}
+	}
+	setTTL(252) // three routers on the way
+	peers := withUnicastPeers(map[int][]string{1: {"198.51.100.12"}, 2: {"198.51.100.11"}})
+	for i := 1; i <= 2; i++ {
+		spec := c.spec(i)
+		spec.Kind, spec.Binary = lab.Vipd, vipdBinary
+		spec.Config = withTTLRange(250, 255, peers)
+		c.kinds[i-1] = lab.Vipd
+		c.startSpec(i, spec)
+	}
+	ttlDrops := func(i int) uint64 {
+		t.Helper()
+		sts, ok := c.statusOnce(i)
+		if !ok || len(sts) != 1 {
+			t.Fatalf("n%d: no status", i)
+		}
+		return sts[0].Counters.Drops["ttl"]
+	}
+
+	// TTL 252, inside the range: n2 follows n1.
+	c.waitOnlyHolder(1)
+	time.Sleep(time.Second)
+	if s := c.mon.State(); s.OnlyHolder() != 1 {
+		t.Fatalf("holders %v with n1's adverts at TTL 252 inside 250..255", s.Holders)
+	}
+	if n, err := f.Dropped(ctx); err != nil || n < 5 {
+		t.Fatalf("the TTL rule matched %d of n1's adverts (%v): the test did not rewrite them", n, err)
+	}
+	if st, _ := c.statusOnce(2); len(st) != 1 || st[0].State != control.StateBackup || st[0].Master.Address != c.l.NodeAddr(1) {
+		t.Errorf("n2 with n1's adverts at TTL 252: %+v, want BACKUP following 198.51.100.11", st)
+	}
+	if n := ttlDrops(2); n != 0 {
+		t.Errorf("n2 dropped %d adverts for their TTL inside the range", n)
+	}
+
+	// TTL 240, outside: n2 no longer hears n1 and takes over.
+	setTTL(240)
+	c.waitFor("n2 taking over as n1's adverts fall outside the TTL range", 20*time.Second, func(s lab.State) bool { return s.Holds(2) })
+	if !c.waitLog(2, "advert dropped", "reason=ttl", "source=198.51.100.11") {
+		t.Error("n2 does not log the drop of n1's TTL-240 adverts")
+	}
+	if n := ttlDrops(2); n == 0 {
+		t.Error("n2's ttl drop counter is 0 with n1's adverts at TTL 240")
+	}
+
+	// Back inside the range: n2 hears n1's higher priority again and yields.
+	setTTL(253)
+	c.waitOnlyHolder(1)
+	before := ttlDrops(2)
+	time.Sleep(time.Second)
+	if n := ttlDrops(2); n != before {
+		t.Errorf("n2 dropped %d more adverts for their TTL at 253", n-before)
+	}
+	if s := c.mon.State(); s.OnlyHolder() != 1 {
+		t.Errorf("holders %v with the TTL back inside the range", s.Holders)
+	}
+}
