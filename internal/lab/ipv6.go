@@ -86,3 +86,6 @@ func keepalivedFollower(b *bytes.Buffer, node int, g GroupConfig) {
 	fmt.Fprintf(b, "    virtual_ipaddress {\n        %s dev eth0\n    }\n}\n", g.VIP6)
 	fmt.Fprintf(b, "\nvrrp_sync_group lab_pair {\n    group {\n        lab\n        lab6\n    }\n}\n")
 }
+
+// IPv6Label is the bench column of kind over IPv6, e.g. "vipd ipv6".
+func IPv6Label(kind DaemonKind) string { return kind.String() + " ipv6" }

@@ -315,3 +315,21 @@ func (f *Filter) SetTTLFrom(ctx context.Context, i, ttl int) error {
 
 // errNoIPv6 is returned by IPv6 helpers on a lab built without IPv6.
 var errNoIPv6 = errors.New("lab: built without Options.IPv6")
+
+// benchVariant is how benchGroup runs one daemon kind: the label of its
+// column, the lab it needs, and whether it has a steady window.
+type benchVariant struct {
+	label    string
+	opts     Options
+	noSteady bool
+}
+
+func ipv6Variant(kind DaemonKind) benchVariant {
+	return benchVariant{label: IPv6Label(kind), opts: Options{IPv6: true}, noSteady: true}
+}
+
+// ipv6Spec is spec with the group's VIP replaced by DefaultVIP6.
+func ipv6Spec(spec DaemonSpec) DaemonSpec {
+	spec.Group.VIP = DefaultVIP6()
+	return spec
+}
