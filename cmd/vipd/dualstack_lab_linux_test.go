@@ -322,3 +322,48 @@ func TestLabDualStackIPv6AdvertsCutNothingMoves(t *testing.T) {
 	}
 	d.pingBoth(5 * time.Second)
 }
+
+// Only the IPv4 adverts are lost: the leader's family. The leaders'
+// election splits (every node becomes Master, as without a follower) and
+// each follower goes with its leader: on every node both VIPs or none.
+// The followers then hear each other as Masters on their VRID and report
+// it.
+func TestLabDualStackIPv4AdvertsCutFollowersGoWithLeaders(t *testing.T) {
+	d := newDualCluster(t, 3)
+	d.waitPair(1, 20*time.Second)
+	ctx := context.Background()
+	f, err := d.l.NewFilter(ctx)
+	if err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if err := f.DropIPv4Adverts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	all := func(s lab.State) bool { return len(s.Holders) == 3 }
+	d.waitFor("every node holding the IPv4 VIP", 20*time.Second, all)
+	ctx2, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if _, err := d.mon6.Wait(ctx2, 10*time.Millisecond, all); err != nil {
+		t.Fatalf("the followers did not go with their leaders: IPv6 holders %v", d.mon6.State().Holders)
+	}
+	for i := 1; i <= 3; i++ {
+		sts, ok := d.statusOnce(i)
+		if !ok || len(sts) != 2 {
+			t.Fatalf("n%d: status %+v", i, sts)
+		}
+		if sts[0].State != control.StateMaster || sts[1].State != control.StateMaster {
+			t.Errorf("n%d: leader %s, follower %s; want both MASTER", i, sts[0].State, sts[1].State)
+		}
+		if !d.waitLog(i, "another host advertises as Master on this follower's VRID") {
+			t.Errorf("n%d's follower does not report the other Masters on its VRID", i)
+		}
+	}
+	// Healed: the leaders' election decides again, and the pair is back
+	// together on n1.
+	if err := f.Heal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d.waitPair(1, 20*time.Second)
+	d.pingBoth(5 * time.Second)
+}

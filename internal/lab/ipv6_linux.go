@@ -303,6 +303,12 @@ func (f *Filter) DropIPv6Adverts(ctx context.Context) error {
 	return f.add(ctx, fmt.Sprintf("ip6 nexthdr %d counter drop", vrrpProto))
 }
 
+// DropIPv4Adverts drops every VRRP advert over IPv4 on the bridge: the
+// other family's election cut off.
+func (f *Filter) DropIPv4Adverts(ctx context.Context) error {
+	return f.add(ctx, fmt.Sprintf("ip protocol %d counter drop", vrrpProto))
+}
+
 // SetTTLFrom rewrites the TTL of the IPv4 adverts node i sends to ttl, as
 // if they had crossed 255-ttl routers (the bridge updates the header
 // checksum). It counts the packets it rewrote, so Dropped includes them.
