@@ -24,12 +24,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	modes := fs.String("modes", "cut,kill,graceful", "fault modes")
 	daemons := fs.String("daemons", "", "daemons to compare (default: vipd,keepalived with --vipd, else keepalived)")
 	steady := fs.Duration("steady", 60*time.Second, "healthy-group window for CPU and RSS per daemon and interval (0 skips it)")
+	ipv6 := fs.Bool("ipv6", true, "also measure each daemon with an IPv6 VIP in an IPv6 lab (columns \"vipd ipv6\", \"keepalived ipv6\"; no steady window)")
 	out := fs.String("out", "results", "directory for bench.json, bench.svg and bench.txt")
 	verbose := fs.Bool("v", false, "debug logging from the lab")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
-	cfg := lab.BenchConfig{Trials: *trials, Steady: *steady, VipdBinary: *vipd, KeepalivedBinary: *keepalived}
+	cfg := lab.BenchConfig{Trials: *trials, Steady: *steady, VipdBinary: *vipd, KeepalivedBinary: *keepalived, IPv6: *ipv6}
 	dnames := *daemons
 	if dnames == "" {
 		dnames = "keepalived"
@@ -71,8 +72,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	cfg.Progress = func(line string) { fmt.Fprintln(stderr, line) }
-	fmt.Fprintf(stderr, "vipd-lab bench: %s; intervals %s; modes %s; %d trials each; steady window %v\n",
-		dnames, *intervals, *modes, *trials, *steady)
+	fmt.Fprintf(stderr, "vipd-lab bench: %s; intervals %s; modes %s; %d trials each; steady window %v; IPv6 too: %v\n",
+		dnames, *intervals, *modes, *trials, *steady, *ipv6)
 
 	res, runErr := lab.RunBench(ctx, newLogger(stderr, *verbose), cfg)
 	if res == nil {

@@ -46,6 +46,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	cfgPath := fs.String("config", "", "demo config (TOML; default: the embedded demo.toml)")
 	interval := fs.Duration("interval", 0, "advert interval, overriding the config")
 	keep := fs.Bool("keep-logs", false, "keep the daemons' logs and configs after the demo")
+	dualStack := fs.Bool("dual-stack", true, "with vipd, then run the group dual-stack (an IPv6 VIP following the IPv4 one) through a cut and a graceful stop")
 	verbose := fs.Bool("v", false, "debug logging from the lab")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
@@ -84,7 +85,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	defer func() {
+	labClosed := false
+	closeLab := func() {
+		if labClosed {
+			return
+		}
+		labClosed = true
 		tl.now("deleting namespaces %s-* (bridge, veths and anything left in them)", l.ID())
 		if err := l.Close(); err != nil {
 			tl.now("clean-up error: %v", err)
@@ -94,7 +100,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if *keep {
 			fmt.Fprintf(stdout, "logs and configs kept in %s\n", l.Dir())
 		}
-	}()
+	}
+	defer closeLab()
 	var nodes []string
 	for i := 1; i <= l.Nodes(); i++ {
 		nodes = append(nodes, fmt.Sprintf("n%d %v (priority %d)", i, l.NodeAddr(i), g.Priority(i)))
@@ -134,7 +141,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintln(stdout)
 	tl.now("stopping the daemons (backups first, so nothing moves)")
-	return grp.Close()
+	if err := grp.Close(); err != nil || !*dualStack || kind != lab.Vipd {
+		return err
+	}
+	closeLab()
+	return runDualStackScene(ctx, cfg, *vipd, tl, stdout, stderr, *verbose, *keep)
 }
 
 // showClient probes the VIP for a second to show the client reaching it.

@@ -26,6 +26,10 @@ type BenchConfig struct {
 	KeepalivedBinary string
 	// Progress, if set, receives one line per step as the bench runs.
 	Progress func(string)
+	// IPv6 also measures every daemon with an IPv6 VIP (2001:db8::10) in
+	// an IPv6 lab, reported as "vipd ipv6" and "keepalived ipv6"
+	// (IPv6Label); without a steady window, which IPv4 measures.
+	IPv6 bool
 }
 
 // RunBench measures every daemon at every interval: a fresh lab per
@@ -52,6 +56,12 @@ func RunBench(ctx context.Context, log *slog.Logger, cfg BenchConfig) (*BenchRes
 		res.Config.Daemons = append(res.Config.Daemons, d.String())
 		res.Versions[d.String()] = daemonVersion(d, binaryFor(cfg, d))
 	}
+	if cfg.IPv6 {
+		for _, d := range cfg.Daemons {
+			res.Config.Daemons = append(res.Config.Daemons, IPv6Label(d))
+			res.Versions[IPv6Label(d)] = res.Versions[d.String()]
+		}
+	}
 	for _, iv := range cfg.Intervals {
 		res.Config.IntervalsMS = append(res.Config.IntervalsMS, ms(iv))
 	}
@@ -69,8 +79,13 @@ func RunBench(ctx context.Context, log *slog.Logger, cfg BenchConfig) (*BenchRes
 				break
 			}
 			spec := DaemonSpec{Kind: kind, Binary: binaryFor(cfg, kind), Group: DefaultGroupConfig(3, iv)}
-			if err = benchGroup(ctx, log, cfg, spec, res, say); err != nil {
+			if err = benchGroup(ctx, log, cfg, spec, benchVariant{label: kind.String()}, res, say); err != nil {
 				break
+			}
+			if cfg.IPv6 {
+				if err = benchGroup(ctx, log, cfg, ipv6Spec(spec), ipv6Variant(kind), res, say); err != nil {
+					break
+				}
 			}
 		}
 	}
@@ -88,11 +103,14 @@ func binaryFor(cfg BenchConfig, k DaemonKind) string {
 // benchGroup runs one (daemon, interval) in a lab of its own, so daemon
 // kinds never share a group or leave state for each other. Only a lab that
 // cannot be built, or the end of ctx, is returned as an error.
-func benchGroup(ctx context.Context, log *slog.Logger, cfg BenchConfig, spec DaemonSpec, res *BenchResult, say func(string, ...any)) error {
+func benchGroup(ctx context.Context, log *slog.Logger, cfg BenchConfig, spec DaemonSpec, v benchVariant, res *BenchResult, say func(string, ...any)) error {
 	iv := spec.Group.Interval
-	status := GroupStatus{Daemon: spec.Kind.String(), IntervalMS: ms(iv)}
+	status := GroupStatus{Daemon: v.label, IntervalMS: ms(iv)}
 	defer func() { res.Groups = append(res.Groups, status) }()
-	l, err := New(ctx, log, Options{})
+	if v.noSteady {
+		cfg.Steady = 0
+	}
+	l, err := New(ctx, log, v.opts)
 	if err != nil {
 		status.Error = err.Error()
 		return err
@@ -104,16 +122,16 @@ func benchGroup(ctx context.Context, log *slog.Logger, cfg BenchConfig, spec Dae
 		return err
 	}
 	defer g.Close()
-	say("%s @ %v: starting 3 nodes", spec.Kind, iv)
+	say("%s @ %v: starting 3 nodes", v.label, iv)
 	master, err := g.WaitStable(ctx, 0)
 	if err != nil {
 		status.Error = err.Error()
-		say("%s @ %v: %v", spec.Kind, iv, err)
+		say("%s @ %v: %v", v.label, iv, err)
 		return ctx.Err()
 	}
 	status.Stable = true
 	if cfg.Steady > 0 {
-		say("%s @ %v: n%d is master; steady window %v", spec.Kind, iv, master, cfg.Steady)
+		say("%s @ %v: n%d is master; steady window %v", v.label, iv, master, cfg.Steady)
 		st, moves, foreign, err := steadyWindow(ctx, g, master, cfg.Steady)
 		if err != nil {
 			status.Error = err.Error()
@@ -124,14 +142,14 @@ func benchGroup(ctx context.Context, log *slog.Logger, cfg BenchConfig, spec Dae
 		if moves > 0 || foreign > 0 {
 			status.Stable = false
 			status.Error = fmt.Sprintf("%d VIP changes and %d adverts from backups in a healthy group over %v", moves, foreign, cfg.Steady)
-			say("%s @ %v: UNSTABLE: %s; skipping its trials", spec.Kind, iv, status.Error)
+			say("%s @ %v: UNSTABLE: %s; skipping its trials", v.label, iv, status.Error)
 			return nil
 		}
 		var parts []string
 		for _, n := range st.Nodes {
 			parts = append(parts, fmt.Sprintf("n%d %s cpu %.3fs rss %.1fMiB", n.Node, n.Role, n.CPUSeconds, n.PeakRSSMiB))
 		}
-		say("%s @ %v: steady: %s", spec.Kind, iv, strings.Join(parts, ", "))
+		say("%s @ %v: steady: %s", v.label, iv, strings.Join(parts, ", "))
 	}
 	for _, mode := range cfg.Modes {
 		for n := 1; n <= cfg.Trials; n++ {
@@ -139,22 +157,23 @@ func benchGroup(ctx context.Context, log *slog.Logger, cfg BenchConfig, spec Dae
 				return err
 			}
 			t, err := g.Trial(ctx, mode, n)
+			t.Daemon = v.label
 			res.Trials = append(res.Trials, t)
 			if err != nil {
-				say("%s @ %v %s %d/%d: FAILED: %v", spec.Kind, iv, mode, n, cfg.Trials, err)
+				say("%s @ %v %s %d/%d: FAILED: %v", v.label, iv, mode, n, cfg.Trials, err)
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
 				// Give the group one chance to recover before the next trial.
 				if _, err := g.WaitStable(ctx, 0); err != nil {
 					status.Error = "gave up after a failed trial: " + err.Error()
-					say("%s @ %v: %s", spec.Kind, iv, status.Error)
+					say("%s @ %v: %s", v.label, iv, status.Error)
 					return ctx.Err()
 				}
 				continue
 			}
 			line := fmt.Sprintf("%s @ %v %s %d/%d: outage %s ms, takeover %s ms (bound %s), dup %s ms, client moved %s ms after takeover",
-				spec.Kind, iv, mode, n, cfg.Trials, fmtNum(t.OutageMS), fmtNum(t.TakeoverMS), fmtNum(t.BoundMS),
+				v.label, iv, mode, n, cfg.Trials, fmtNum(t.OutageMS), fmtNum(t.TakeoverMS), fmtNum(t.BoundMS),
 				fmtNum(t.DuplicateMS), fmtNum(t.NeighAfterTakeoverMS))
 			if mode == Graceful {
 				line += fmt.Sprintf(", priority 0 sent %s ms after SIGTERM", fmtNum(t.ReleaseMS))

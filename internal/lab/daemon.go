@@ -55,7 +55,11 @@ type GroupConfig struct {
 	// Priorities[i-1] is node i's priority.
 	Priorities []int
 	Interval   time.Duration
-	VIP        netip.Prefix
+	// VIP is the group's address, IPv4 or IPv6 (an IPv6-only group).
+	VIP netip.Prefix
+	// VIP6, if set, makes the group dual-stack: an IPv6 instance on the
+	// same VRID that follows the IPv4 one (VIP), so both move together.
+	VIP6 netip.Prefix
 	// NoPreempt turns preemption off (the zero value preempts, as issue 4
 	// and keepalived's default do).
 	NoPreempt bool
@@ -98,8 +102,16 @@ func (g GroupConfig) Validate() error {
 	if g.Interval < MinAdvertInterval || g.Interval > MaxAdvertInterval || g.Interval%MinAdvertInterval != 0 {
 		errs = append(errs, fmt.Errorf("advert interval %v: want 10ms..40.95s in steps of 10ms", g.Interval))
 	}
-	if !g.VIP.IsValid() || !g.VIP.Addr().Is4() {
-		errs = append(errs, fmt.Errorf("vip %v: want an IPv4 prefix", g.VIP))
+	if err := validVIP(g.VIP); err != nil {
+		errs = append(errs, err)
+	}
+	if g.VIP6.IsValid() {
+		if err := validVIP(g.VIP6); err != nil {
+			errs = append(errs, err)
+		}
+		if !g.VIP6.Addr().Is6() || !g.VIP.Addr().Is4() {
+			errs = append(errs, fmt.Errorf("dual-stack vips %v and %v: want an IPv4 and an IPv6 address", g.VIP, g.VIP6))
+		}
 	}
 	if len(g.Priorities) == 0 {
 		errs = append(errs, errors.New("no priorities"))
@@ -140,6 +152,9 @@ func keepalivedConfig(node int, g GroupConfig) []byte {
 		fmt.Fprintf(&b, "    nopreempt\n")
 	}
 	fmt.Fprintf(&b, "    virtual_ipaddress {\n        %s dev eth0\n    }\n}\n", g.VIP)
+	if g.VIP6.IsValid() {
+		keepalivedFollower(&b, node, g)
+	}
 	return b.Bytes()
 }
 
@@ -162,5 +177,8 @@ func vipdConfig(node int, g GroupConfig, socket, logLevel string) []byte {
 	fmt.Fprintf(&b, "[[instance]]\nname = \"lab\"\ninterface = \"eth0\"\nvrid = %d\npriority = %d\n", g.VRID, g.Priority(node))
 	fmt.Fprintf(&b, "advert_interval = %q\nvips = [%q]\npreempt = %v\n\n", g.Interval.String(), g.VIP.String(), !g.NoPreempt)
 	fmt.Fprintf(&b, "[instance.garp]\nrepeat = %d\ninterval = %q\n", repeat, spacing.String())
+	if g.VIP6.IsValid() {
+		vipdFollower(&b, g, repeat, spacing)
+	}
 	return b.Bytes()
 }

@@ -77,4 +77,20 @@
 // client's neighbour entry, time with two and with no holders, the
 // client's longest outage and lost probes, the state at the end and the
 // daemons' CPU; RunChaos runs the suite (Scenarios) for several kinds.
+//
+// # IPv6 and dual-stack (issue 13)
+//
+// Options.IPv6 adds 2001:db8::/64 beside the IPv4 LAN (2001:db8::11 for
+// 198.51.100.11, the client 2001:db8::99) and waits for each eth0's
+// link-local address (NodeLinkLocal); Options.DAD keeps duplicate address
+// detection on, so link-locals stay tentative for about DAD seconds after
+// the link comes up (WatchLinkLocals records when each left that state).
+// A GroupConfig with an IPv6 VIP (IPv6GroupConfig) makes an IPv6 group; one
+// with VIP6 set as well (DualStackGroupConfig) makes vipd run an IPv4
+// instance "lab" and an IPv6 instance "lab6" that follows it (keepalived: a
+// sync group). Watch and StartProber follow the VIP's family (adverts from
+// ff02::12, ICMPv6 echo, the client's IPv6 neighbour entry); for a
+// dual-stack group watch each VIP with its own Monitor. Filter's
+// DropIPv6Adverts and DropIPv4Adverts cut one family's adverts, and
+// SetTTLFrom rewrites a node's IPv4 TTL as routers would.
 package lab

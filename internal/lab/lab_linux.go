@@ -32,6 +32,16 @@ type Options struct {
 	// source of floods and foreign claims, so the client stays a bystander
 	// whose neighbour entry the lab can watch.
 	Stranger bool
+	// IPv6 gives every host an IPv6 address beside its IPv4 one
+	// (2001:db8::11 for 198.51.100.11, see LANPrefix6) and waits for the
+	// link-local addresses of eth0.
+	IPv6 bool
+	// DAD, with IPv6, keeps duplicate address detection on eth0 with this
+	// many probes a second apart, so link-local addresses stay tentative
+	// for about DAD seconds after the link comes up (and after each cut
+	// link is restored), and New does not wait for them. 0 turns DAD off:
+	// addresses are usable at once.
+	DAD int
 }
 
 // Lab is a LAN in network namespaces: a bridge in a namespace of its own (so
@@ -48,6 +58,7 @@ type Lab struct {
 	nodes    []*endpoint // nodes[0] is n1
 	client   *endpoint
 	stranger *endpoint // nil unless Options.Stranger
+	ipv6     ipv6Options
 
 	spawner *spawner
 
@@ -72,6 +83,8 @@ type endpoint struct {
 	port  string // bridge-side veth name inside the bridge namespace
 	addr  netip.Addr
 	mac   net.HardwareAddr
+	// addr6 and linkLocal are eth0's IPv6 addresses (Options.IPv6).
+	addr6, linkLocal netip.Addr
 }
 
 const (
@@ -118,7 +131,12 @@ func New(ctx context.Context, log *slog.Logger, opts Options) (*Lab, error) {
 	}
 	l.log = log.With("lab", l.id)
 	l.spawner = newSpawner() // stopped by Close
-	if err := l.build(ctx, opts.Nodes, opts.Stranger); err != nil {
+	l.ipv6 = ipv6Options{on: opts.IPv6, dad: opts.DAD}
+	err := l.build(ctx, opts.Nodes, opts.Stranger)
+	if err == nil {
+		err = l.waitLinkLocals(ctx)
+	}
+	if err != nil {
 		if cerr := l.Close(); cerr != nil {
 			err = errors.Join(err, cerr)
 		}
@@ -220,6 +238,9 @@ func (l *Lab) attach(e *endpoint, br *netlink.Bridge) error {
 	pfx := netip.PrefixFrom(e.addr, LANPrefix().Bits())
 	if err := e.h.AddrAdd(eth0, &netlink.Addr{IPNet: prefixIPNet(pfx)}); err != nil {
 		return fmt.Errorf("address on %s: %w", e.name, err)
+	}
+	if err := l.setupIPv6(e, eth0); err != nil {
+		return err
 	}
 	if err := e.h.LinkSetUp(eth0); err != nil {
 		return fmt.Errorf("eth0 up in %s: %w", e.name, err)
@@ -374,6 +395,9 @@ func (l *Lab) NodeByAddr(a netip.Addr) int {
 			return i + 1
 		}
 	}
+	if a.Is6() && !a.Is4In6() {
+		return l.nodeByAddr6(a)
+	}
 	return 0
 }
 
@@ -422,7 +446,7 @@ func (l *Lab) setPort(i int, up bool) error {
 
 // NodeHasAddr reports whether node i has a on any interface.
 func (l *Lab) NodeHasAddr(i int, a netip.Addr) (bool, error) {
-	addrs, err := l.node(i).h.AddrList(nil, netlink.FAMILY_V4)
+	addrs, err := l.node(i).h.AddrList(nil, addrFamily(a))
 	if err != nil {
 		return false, err
 	}

@@ -324,6 +324,9 @@ func (m *Monitor) setNeigh(at time.Time, mac net.HardwareAddr, state string) {
 // namespace and joins 224.0.0.18 there; the kernel drops multicast for
 // groups nobody on the host joined.
 func (m *Monitor) openAdvertCapture() error {
+	if m.vip.Is6() {
+		return m.openAdvertCapture6()
+	}
 	return inNetns(m.lab.ClientNetns(), func() error {
 		c, err := net.ListenPacket(fmt.Sprintf("ip4:%d", vrrpProto), "0.0.0.0")
 		if err != nil {

@@ -18,6 +18,9 @@ const (
 	icmpEchoReply   = 0
 	icmpEchoRequest = 8
 	probeLen        = 16 // 8-byte header + 8-byte payload: as light as a probe gets
+	// ICMPv6 echo (RFC 4443 §4); the kernel computes ICMPv6 checksums.
+	icmp6EchoRequest = 128
+	icmp6EchoReply   = 129
 )
 
 // Prober sends an ICMP echo request to a target from the client namespace
@@ -29,6 +32,8 @@ type Prober struct {
 	target *net.IPAddr
 	id     uint16
 	period time.Duration
+	// request and reply are the echo types of the target's family.
+	request, reply byte
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -48,7 +53,14 @@ func (l *Lab) StartProber(ctx context.Context, target netip.Addr, period time.Du
 	if period <= 0 {
 		return nil, fmt.Errorf("lab: probe period %v", period)
 	}
-	pc, err := listenIn(l.ClientNetns(), "ip4:icmp", "0.0.0.0")
+	network, laddr, request, reply := "ip4:icmp", "0.0.0.0", byte(icmpEchoRequest), byte(icmpEchoReply)
+	if target.Is6() {
+		if !l.ipv6.on {
+			return nil, errNoIPv6
+		}
+		network, laddr, request, reply = "ip6:ipv6-icmp", "::", icmp6EchoRequest, icmp6EchoReply
+	}
+	pc, err := listenIn(l.ClientNetns(), network, laddr)
 	if err != nil {
 		return nil, fmt.Errorf("lab: prober socket: %w", err)
 	}
@@ -59,7 +71,7 @@ func (l *Lab) StartProber(ctx context.Context, target netip.Addr, period time.Du
 	ctx, cancel := context.WithCancel(ctx)
 	p := &Prober{
 		conn: c, target: &net.IPAddr{IP: target.AsSlice()}, id: binary.BigEndian.Uint16(id[:]),
-		period: period, cancel: cancel, answers: make([]Answer, 0, 16384),
+		period: period, request: request, reply: reply, cancel: cancel, answers: make([]Answer, 0, 16384),
 	}
 	if !l.track(p, p.stop) {
 		cancel()
@@ -108,12 +120,14 @@ func (p *Prober) send(ctx context.Context) {
 		p.sentAt[s16] = now
 		p.sends = append(p.sends, Answer{Seq: seq, Sent: now, Recv: now})
 		p.mu.Unlock()
-		pkt[0], pkt[1] = icmpEchoRequest, 0
+		pkt[0], pkt[1] = p.request, 0
 		binary.BigEndian.PutUint16(pkt[2:], 0)
 		binary.BigEndian.PutUint16(pkt[4:], p.id)
 		binary.BigEndian.PutUint16(pkt[6:], s16)
 		binary.BigEndian.PutUint64(pkt[8:], uint64(now.UnixNano()))
-		binary.BigEndian.PutUint16(pkt[2:], inetChecksum(pkt))
+		if p.request == icmpEchoRequest {
+			binary.BigEndian.PutUint16(pkt[2:], inetChecksum(pkt))
+		}
 		if _, err := p.conn.WriteTo(pkt, p.target); err != nil {
 			p.mu.Lock()
 			p.lastErr = err // e.g. EHOSTUNREACH while the neighbour entry fails
@@ -129,9 +143,9 @@ func (p *Prober) receive() {
 		if err != nil {
 			return // socket closed by Stop
 		}
-		// Raw ip4 reads come without the IPv4 header.
+		// Raw reads come without the IP header.
 		b := buf[:n]
-		if len(b) < 8 || b[0] != icmpEchoReply || binary.BigEndian.Uint16(b[4:]) != p.id {
+		if len(b) < 8 || b[0] != p.reply || binary.BigEndian.Uint16(b[4:]) != p.id {
 			continue
 		}
 		s16 := binary.BigEndian.Uint16(b[6:])

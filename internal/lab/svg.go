@@ -33,7 +33,8 @@ func (r *BenchResult) WriteSVG(w io.Writer) error {
 	ivs, modes, daemons := r.Config.IntervalsMS, r.Config.Modes, r.Config.Daemons
 	width := left + float64(len(ivs))*(panelW+gapX)
 	height := top + panelH + bottom
-	colors := map[string]string{"vipd": "#1b7f79", "keepalived": "#d98c1f"}
+	colors := map[string]string{"vipd": "#1b7f79", "keepalived": "#d98c1f",
+		IPv6Label(Vipd): "#6cc3bd", IPv6Label(Keepalived): "#f0c27a"}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n",
 		width, height, width, height)
