@@ -325,6 +325,9 @@ func (m *Manager) AddVIP(ifname string, vip netip.Prefix, label string) error {
 	if errors.Is(err, unix.EEXIST) && vip.Addr().Is6() {
 		err = m.replaceFailed(l, ifname, vip, addr)
 	}
+	if err == nil && vip.Addr().Is6() {
+		m.waitLocal(vip.Addr())
+	}
 	switch {
 	case err == nil:
 		// EEXIST is not ours: the address was there before.
@@ -593,4 +596,29 @@ func unmapPrefix(p netip.Prefix) netip.Prefix {
 		bits = 0
 	}
 	return netip.PrefixFrom(p.Addr().Unmap(), bits)
+}
+
+// localWait bounds waitLocal: the kernel's address work queue normally runs
+// within a millisecond, later on a loaded host.
+const localWait = 100 * time.Millisecond
+
+// waitLocal waits until the kernel delivers packets for an IPv6 address
+// just added. It finishes an IPv6 address (its local route, RTM_NEWADDR)
+// on a work queue after the request returned, even with nodad; an
+// announcement sent before that draws the clients to a host that drops
+// their packets, and ends a predecessor's make-before-break too early.
+// IPv4 addresses are complete when the request returns.
+func (m *Manager) waitLocal(a netip.Addr) {
+	deadline := time.Now().Add(localWait)
+	for {
+		rs, err := m.h.RouteGet(a.AsSlice())
+		if err == nil && len(rs) > 0 && rs[0].Type == unix.RTN_LOCAL {
+			return
+		}
+		if time.Now().After(deadline) {
+			m.log.Warn("an IPv6 VIP is not usable yet after adding it; announcing it anyway", "vip", a, "waited", localWait)
+			return
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
 }
