@@ -164,6 +164,15 @@ func startSpeaker(t *testing.T, ns string, cfg Config) *remoteSpeaker {
 	return r
 }
 
+// signal sends sig to the speaker's process (ip netns exec execs it, so
+// the child is the speaker itself).
+func (r *remoteSpeaker) signal(sig syscall.Signal) {
+	r.t.Helper()
+	if err := r.cmd.Process.Signal(sig); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
 func (r *remoteSpeaker) call(req helperRequest) (helperReply, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

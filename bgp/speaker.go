@@ -194,6 +194,8 @@ func apiPeer(p Peer) *api.Peer {
 			HoldTime:          uint64(p.HoldTime / time.Second),
 			KeepaliveInterval: uint64(p.KeepaliveInterval / time.Second),
 			ConnectRetry:      uint64(connectRetry / time.Second),
+			// After a reset of our own (BFD down), not GoBGP's 30s.
+			IdleHoldTimeAfterReset: uint64(connectRetry / time.Second),
 		}},
 		AfiSafis: []*api.AfiSafi{{Config: &api.AfiSafiConfig{
 			Family: &api.Family{Afi: afi, Safi: api.Family_SAFI_UNICAST}, Enabled: true,
@@ -203,7 +205,12 @@ func apiPeer(p Peer) *api.Peer {
 		ap.EbgpMultihop = &api.EbgpMultihop{Enabled: true, MultihopTtl: uint32(p.MultihopTTL)}
 	}
 	if p.BFD {
-		ap.Bfd = &api.BfdPeerConfig{Enabled: true, Port: 3784, DesiredMinimumTxInterval: 300000, RequiredMinimumReceive: 300000, DetectionMultiplier: 3}
+		ap.Bfd = &api.BfdPeerConfig{
+			Enabled: true, Port: bfdPort,
+			DesiredMinimumTxInterval: uint32(bfdInterval / time.Microsecond),
+			RequiredMinimumReceive:   uint32(bfdInterval / time.Microsecond),
+			DetectionMultiplier:      bfdMultiplier,
+		}
 	}
 	return ap
 }

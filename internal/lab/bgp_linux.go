@@ -308,6 +308,8 @@ type RouterConfig struct {
 	Neighbors []RouterNeighbor
 	// MaximumPaths is the ECMP width for IPv4 unicast (default 8).
 	MaximumPaths int
+	// BFD starts FRR's bfdd beside bgpd, for neighbours with BFD set.
+	BFD bool
 }
 
 // HostNeighbors lists hosts 1..n as eBGP neighbours in AS asn.
@@ -364,7 +366,7 @@ func (l *RoutedLab) StartRouter(ctx context.Context, c RouterConfig) error {
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
-	files := map[string]string{"zebra.conf": "hostname router\n", "bgpd.conf": c.bgpdConf()}
+	files := map[string]string{"zebra.conf": "hostname router\n", "bgpd.conf": c.bgpdConf(), "bfdd.conf": "hostname router\n"}
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(l.dir, name), []byte(body), 0o644); err != nil {
 			return err
@@ -388,6 +390,14 @@ func (l *RoutedLab) StartRouter(ctx context.Context, c RouterConfig) error {
 	}); err != nil {
 		return fmt.Errorf("lab: zebra did not create its socket: %w", err)
 	}
+	if c.BFD {
+		if _, err := os.Stat(filepath.Join(frrDir, "bfdd")); err != nil {
+			return ErrNoFRR
+		}
+		if err := l.startFRR("bfdd", "--bfdctl", filepath.Join(l.dir, "bfdd.sock")); err != nil {
+			return err
+		}
+	}
 	if err := l.startFRR("bgpd"); err != nil {
 		return err
 	}
@@ -400,11 +410,12 @@ func (l *RoutedLab) StartRouter(ctx context.Context, c RouterConfig) error {
 	return nil
 }
 
-func (l *RoutedLab) startFRR(daemon string) error {
-	cmd := exec.Command("ip", "netns", "exec", l.router.name, filepath.Join(frrDir, daemon), "-P", "0",
+func (l *RoutedLab) startFRR(daemon string, extra ...string) error {
+	args := []string{"netns", "exec", l.router.name, filepath.Join(frrDir, daemon), "-P", "0",
 		"-z", filepath.Join(l.dir, "zserv.api"), "--vty_socket", l.dir,
 		"-f", filepath.Join(l.dir, daemon+".conf"), "-i", filepath.Join(l.dir, daemon+".pid"),
-		"--log", "file:"+filepath.Join(l.dir, daemon+".log"), "--log-level", "debug")
+		"--log", "file:"+filepath.Join(l.dir, daemon+".log"), "--log-level", "debug"}
+	cmd := exec.Command("ip", append(args, extra...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("lab: start %s: %w", daemon, err)
