@@ -414,7 +414,7 @@ func (l *RoutedLab) startFRR(daemon string, extra ...string) error {
 	args := []string{"netns", "exec", l.router.name, filepath.Join(frrDir, daemon), "-P", "0",
 		"-z", filepath.Join(l.dir, "zserv.api"), "--vty_socket", l.dir,
 		"-f", filepath.Join(l.dir, daemon+".conf"), "-i", filepath.Join(l.dir, daemon+".pid"),
-		"--log", "file:"+filepath.Join(l.dir, daemon+".log"), "--log-level", "debug"}
+		"--log", "file:" + filepath.Join(l.dir, daemon+".log"), "--log-level", "debug"}
 	cmd := exec.Command("ip", append(args, extra...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
