@@ -400,3 +400,34 @@ func TestFRRBFD(t *testing.T) {
 		t.Fatalf("after the speaker thawed: %v", err)
 	}
 }
+
+// TestFRRIPv6: an IPv6 VIP on IPv6 sessions (ipv6-unicast), two hosts as
+// two next hops, reached by the client over IPv6.
+func TestFRRIPv6(t *testing.T) {
+	const n = 2
+	l := newRouted(t, n, lab.RouterConfig{Neighbors: lab.HostNeighbors6(n, hostASN)})
+	vip := lab.RoutedVIP6()
+	var want []netip.Addr
+	for i := 1; i <= n; i++ {
+		if err := l.AddLoopbackVIP(i, vip); err != nil {
+			t.Fatal(err)
+		}
+		cfg := hostConfig(i)
+		cfg.Peers = []Peer{{Address: lab.RoutedRouterAddr6(i), ASN: lab.RouterASN}}
+		startSpeaker(t, l.HostNS(i), cfg).announce(vip, Attrs{})
+		want = append(want, lab.RoutedHostAddr6(i))
+	}
+	if _, err := l.WaitNextHops(t.Context(), vip, routeWait, want...); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	for range 10 {
+		var out []byte
+		if out, err = l.ClientCommand(t.Context(), "ping", "-6", "-c", "1", "-W", "1", vip.Addr().String()).CombinedOutput(); err == nil {
+			return
+		}
+		err = fmt.Errorf("%v: %s", err, out)
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Fatalf("client cannot reach %s: %v", vip, err)
+}
