@@ -27,9 +27,10 @@ const (
 	// pace; a peer sends at most once a second until the session is up
 	// (RFC 5880 section 6.8.3), so 5 × 300ms tolerates that and still
 	// detects a failure in 1.5s.
-	bfdPort       = 3784
-	bfdInterval   = 300 * time.Millisecond
-	bfdMultiplier = 5
+	bfdPort        = 3784
+	bfdInterval    = 300 * time.Millisecond
+	bfdMultiplier  = 5
+	maxRestartTime = 4095 * time.Second
 	// RFC 4271 section 4.2: a hold time is 0 or at least 3 seconds.
 	minHoldTime = 3 * time.Second
 	maxHoldTime = 65535 * time.Second
@@ -51,6 +52,18 @@ type Config struct {
 	// none, and vipd initiates every session.
 	ListenPort int
 	Peers      []Peer
+	// GracefulRestartTime, when not 0, offers graceful restart (RFC 4724)
+	// to every peer: a router that supports it keeps this host's routes
+	// for up to this long after the session ends without a NOTIFICATION,
+	// as it does when Run ends after StopForRestart (a re-exec). It also
+	// keeps them when the session breaks for other reasons, a crash or a
+	// cut link, so it delays a failover by as much: leave it 0 unless
+	// upgrades matter more. Whole seconds, at most 4095s.
+	GracefulRestartTime time.Duration
+	// Restarting says this speaker replaces one that stopped with
+	// StopForRestart: its OPEN sets the Restart State and Forwarding State
+	// bits, so routers keep the old routes until its End-of-RIB.
+	Restarting bool
 }
 
 // Peer is one BGP neighbour, usually a top-of-rack router.
@@ -100,6 +113,12 @@ func (c Config) Validate() error {
 	}
 	if !c.RouterID.Is4() || c.RouterID.IsUnspecified() {
 		errs = append(errs, fmt.Errorf("router_id %v: want a non-zero IPv4 address", c.RouterID))
+	}
+	if g := c.GracefulRestartTime; g < 0 || g > maxRestartTime || g%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("graceful_restart_time %s: want whole seconds, 0s..%s (RFC 4724: 12 bits)", g, maxRestartTime))
+	}
+	if c.Restarting && c.GracefulRestartTime == 0 {
+		errs = append(errs, errors.New("restarting without graceful_restart_time: the routers did not keep the routes"))
 	}
 	if c.ListenPort < 0 || c.ListenPort > 65535 {
 		errs = append(errs, fmt.Errorf("listen_port %d out of range 0..65535", c.ListenPort))

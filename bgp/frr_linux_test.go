@@ -431,3 +431,49 @@ func TestFRRIPv6(t *testing.T) {
 	}
 	t.Fatalf("client cannot reach %s: %v", vip, err)
 }
+
+// TestFRRGracefulRestart: a speaker stopped for a re-exec leaves its route
+// in FRR (stale) and reachable, and its successor takes it over; a plain
+// stop withdraws at once.
+func TestFRRGracefulRestart(t *testing.T) {
+	l := newRouted(t, 1, lab.RouterConfig{Neighbors: lab.HostNeighbors(1, hostASN)})
+	vip := lab.RoutedVIP()
+	if err := l.AddLoopbackVIP(1, vip); err != nil {
+		t.Fatal(err)
+	}
+	cfg := hostConfig(1)
+	cfg.GracefulRestartTime = 2 * time.Minute
+	old := startSpeaker(t, l.HostNS(1), cfg)
+	old.announce(vip, Attrs{})
+	if _, err := l.WaitNextHops(t.Context(), vip, routeWait, lab.RoutedHostAddr(1)); err != nil {
+		t.Fatal(err)
+	}
+	old.must(helperRequest{Op: "stoprestart"})
+	old.stop()
+	// FRR notices the closed session at once; the route must survive it.
+	if _, err := l.WaitRoute(t.Context(), vip, routeWait, func(r lab.Route, ok bool) bool { return ok && r.Paths[0].Stale }); err != nil {
+		t.Fatalf("no stale route after a graceful-restart stop: %v", err)
+	}
+	time.Sleep(time.Second)
+	r, ok, err := l.Route(t.Context(), vip)
+	if err != nil || !ok || !slices.Equal(r.NextHops(), []netip.Addr{lab.RoutedHostAddr(1)}) {
+		t.Fatalf("route during the restart: %+v, %v, %v", r, ok, err)
+	}
+	pingUntil(t, l, vip.Addr())
+
+	cfg.Restarting = true
+	next := startSpeaker(t, l.HostNS(1), cfg)
+	next.announce(vip, Attrs{})
+	if _, err := l.WaitRoute(t.Context(), vip, routeWait, func(r lab.Route, ok bool) bool {
+		return ok && len(r.Paths) == 1 && !r.Paths[0].Stale && r.Paths[0].Valid
+	}); err != nil {
+		t.Fatalf("the restarted speaker did not refresh its route: %v", err)
+	}
+	next.waitPeer(lab.RoutedRouterAddr(1), routeWait, func(p PeerStatus) bool { return p.Up })
+
+	// A plain stop: the CEASE makes FRR drop the route at once.
+	next.stop()
+	if _, err := l.WaitRoute(t.Context(), vip, 5*time.Second, func(_ lab.Route, ok bool) bool { return !ok }); err != nil {
+		t.Fatalf("route kept after a plain stop: %v", err)
+	}
+}

@@ -515,6 +515,7 @@ type RoutePath struct {
 	Peer        netip.Addr // the neighbour it came from
 	Valid, Best bool
 	Multipath   bool
+	Stale       bool     // kept for a peer in graceful restart (RFC 4724)
 	Communities []string // as FRR writes them: "65000:100", "graceful-shutdown"
 	MED         *uint32
 }
@@ -543,6 +544,7 @@ type frrRouteJSON struct {
 	Paths  []struct {
 		Valid     bool `json:"valid"`
 		Multipath bool `json:"multipath"`
+		Stale     bool `json:"stale"`
 		Bestpath  *struct {
 			Overall bool `json:"overall"`
 		} `json:"bestpath"`
@@ -580,7 +582,7 @@ func parseFRRRoute(out []byte, prefix netip.Prefix) (Route, bool, error) {
 	}
 	r := Route{Prefix: prefix}
 	for _, p := range j.Paths {
-		rp := RoutePath{Valid: p.Valid, Multipath: p.Multipath, Best: p.Bestpath != nil && p.Bestpath.Overall, MED: p.MED}
+		rp := RoutePath{Valid: p.Valid, Multipath: p.Multipath, Stale: p.Stale, Best: p.Bestpath != nil && p.Bestpath.Overall, MED: p.MED}
 		if len(p.Nexthops) > 0 {
 			rp.NextHop, _ = netip.ParseAddr(p.Nexthops[0].IP)
 		}
