@@ -89,9 +89,10 @@ type Attrs struct {
 	MED         *uint32  // MULTI_EXIT_DISC; nil: none
 }
 
-// ErrGlobalChanged is returned by Reconfigure when the ASN, router ID or
-// listen port changed: those need a new speaker (every session restarts).
-var ErrGlobalChanged = errors.New("bgp: asn, router_id or listen_port changed: the speaker must be restarted")
+// ErrGlobalChanged is returned by Reconfigure when the ASN, router ID,
+// listen port or graceful-restart time changed: those need a new speaker
+// (every session restarts).
+var ErrGlobalChanged = errors.New("bgp: asn, router_id, listen_port or graceful_restart_time changed: the speaker must be restarted")
 
 // withDefaults returns p with its zero timers replaced by the defaults.
 func (p Peer) withDefaults() Peer {

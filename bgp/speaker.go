@@ -92,7 +92,7 @@ func cloneConfig(c Config) Config {
 // routes and serves until ctx ends. It then closes every session (the
 // peers drop the routes at once) and returns once GoBGP has stopped. It
 // returns nil when ctx ended, an error when GoBGP could not start.
-func (s *Speaker) Run(ctx context.Context) (err error) {
+func (s *Speaker) Run(ctx context.Context) error {
 	if !s.running.CompareAndSwap(false, true) {
 		return errors.New("bgp: Run is already running")
 	}
@@ -380,8 +380,9 @@ func (s *Speaker) Announced() []netip.Prefix {
 // Reconfigure applies cfg to the running (or not yet running) speaker:
 // peers that are new are added, peers that are gone are removed, and a peer
 // whose settings changed is replaced (only its session restarts). Other
-// sessions are not touched. A changed ASN, router ID or listen port
-// returns ErrGlobalChanged and changes nothing.
+// sessions are not touched. A changed ASN, router ID, listen port or
+// graceful-restart time returns ErrGlobalChanged and changes nothing;
+// cfg.Restarting is ignored.
 func (s *Speaker) Reconfigure(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("bgp: %w", err)
