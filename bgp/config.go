@@ -22,6 +22,15 @@ const (
 	DefaultKeepaliveInterval = 3 * time.Second
 	// connectRetry paces GoBGP's reconnect attempts to a peer that is down.
 	connectRetry = 5 * time.Second
+	// BFD (RFC 5881 port). GoBGP detects a failure after bfdMultiplier
+	// intervals without a packet and does not stretch that to the peer's
+	// pace; a peer sends at most once a second until the session is up
+	// (RFC 5880 section 6.8.3), so 5 × 300ms tolerates that and still
+	// detects a failure in 1.5s.
+	bfdPort        = 3784
+	bfdInterval    = 300 * time.Millisecond
+	bfdMultiplier  = 5
+	maxRestartTime = 4095 * time.Second
 	// RFC 4271 section 4.2: a hold time is 0 or at least 3 seconds.
 	minHoldTime = 3 * time.Second
 	maxHoldTime = 65535 * time.Second
@@ -43,6 +52,18 @@ type Config struct {
 	// none, and vipd initiates every session.
 	ListenPort int
 	Peers      []Peer
+	// GracefulRestartTime, when not 0, offers graceful restart (RFC 4724)
+	// to every peer: a router that supports it keeps this host's routes
+	// for up to this long after the session ends without a NOTIFICATION,
+	// as it does when Run ends after StopForRestart (a re-exec). It also
+	// keeps them when the session breaks for other reasons, a crash or a
+	// cut link, so it delays a failover by as much: leave it 0 unless
+	// upgrades matter more. Whole seconds, at most 4095s.
+	GracefulRestartTime time.Duration
+	// Restarting says this speaker replaces one that stopped with
+	// StopForRestart: its OPEN sets the Restart State and Forwarding State
+	// bits, so routers keep the old routes until its End-of-RIB.
+	Restarting bool
 }
 
 // Peer is one BGP neighbour, usually a top-of-rack router.
@@ -58,7 +79,7 @@ type Peer struct {
 	MultihopTTL uint8
 	// BFD runs single-hop BFD (RFC 5880, 5881) with the peer, which then
 	// must run it too: a lost BFD session resets the BGP session at once,
-	// in under a second instead of a hold time.
+	// in about 1.5s instead of a hold time.
 	BFD bool
 }
 
@@ -68,9 +89,10 @@ type Attrs struct {
 	MED         *uint32  // MULTI_EXIT_DISC; nil: none
 }
 
-// ErrGlobalChanged is returned by Reconfigure when the ASN, router ID or
-// listen port changed: those need a new speaker (every session restarts).
-var ErrGlobalChanged = errors.New("bgp: asn, router_id or listen_port changed: the speaker must be restarted")
+// ErrGlobalChanged is returned by Reconfigure when the ASN, router ID,
+// listen port or graceful-restart time changed: those need a new speaker
+// (every session restarts).
+var ErrGlobalChanged = errors.New("bgp: asn, router_id, listen_port or graceful_restart_time changed: the speaker must be restarted")
 
 // withDefaults returns p with its zero timers replaced by the defaults.
 func (p Peer) withDefaults() Peer {
@@ -92,6 +114,12 @@ func (c Config) Validate() error {
 	}
 	if !c.RouterID.Is4() || c.RouterID.IsUnspecified() {
 		errs = append(errs, fmt.Errorf("router_id %v: want a non-zero IPv4 address", c.RouterID))
+	}
+	if g := c.GracefulRestartTime; g < 0 || g > maxRestartTime || g%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("graceful_restart_time %s: want whole seconds, 0s..%s (RFC 4724: 12 bits)", g, maxRestartTime))
+	}
+	if c.Restarting && c.GracefulRestartTime == 0 {
+		errs = append(errs, errors.New("restarting without graceful_restart_time: the routers did not keep the routes"))
 	}
 	if c.ListenPort < 0 || c.ListenPort > 65535 {
 		errs = append(errs, fmt.Errorf("listen_port %d out of range 0..65535", c.ListenPort))

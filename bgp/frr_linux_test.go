@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -338,5 +339,141 @@ func TestFRRReconfigureAddPeer(t *testing.T) {
 	}
 	if got := nb[lab.RoutedHostAddr(1).String()]; got.Established != 1 || got.Dropped != 0 {
 		t.Errorf("FRR saw the first session established %d times, dropped %d; want 1 and 0", got.Established, got.Dropped)
+	}
+}
+
+// TestFRRBFD: GoBGP's single-hop BFD against FRR's bfdd. With a hold time
+// of a minute, only BFD can take the route away within the wait below when
+// the speaker freezes (SIGSTOP keeps its sockets open, so the TCP session
+// does not end either).
+func TestFRRBFD(t *testing.T) {
+	ns := lab.HostNeighbors(1, hostASN)
+	ns[0].BFD = true
+	l := newRouted(t, 1, lab.RouterConfig{Neighbors: ns, BFD: true})
+	vip := lab.RoutedVIP()
+	cfg := hostConfig(1)
+	cfg.Peers[0].BFD = true
+	cfg.Peers[0].HoldTime, cfg.Peers[0].KeepaliveInterval = time.Minute, 20*time.Second
+	if err := l.ConfigureRouter(t.Context(), 0, fmt.Sprintf("neighbor %s timers 20 60", lab.RoutedHostAddr(1))); err != nil {
+		t.Fatal(err)
+	}
+	sp := startSpeaker(t, l.HostNS(1), cfg)
+	sp.announce(vip, Attrs{})
+	// FRR restarts its BFD session when the BGP session comes up, which
+	// GoBGP takes for a failure: the first session can flap once. Wait
+	// until BFD is up and the BGP session has been up for a few seconds.
+	router := lab.RoutedRouterAddr(1)
+	var peers []struct {
+		Peer   string `json:"peer"`
+		Status string `json:"status"`
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		out, err := l.Vtysh(t.Context(), "show bfd peers json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(out, &peers); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		st := sp.waitPeer(router, time.Second, func(PeerStatus) bool { return true })
+		if len(peers) == 1 && peers[0].Status == "up" && st.Up && time.Since(st.Since) > 3*time.Second {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no stable session with BFD up: FRR %s, speaker %+v", out, st)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if _, err := l.WaitNextHops(t.Context(), vip, routeWait, lab.RoutedHostAddr(1)); err != nil {
+		t.Fatal(err)
+	}
+	sp.signal(syscall.SIGSTOP)
+	defer sp.signal(syscall.SIGCONT)
+	start := time.Now()
+	if _, err := l.WaitRoute(t.Context(), vip, 20*time.Second, func(_ lab.Route, ok bool) bool { return !ok }); err != nil {
+		t.Fatalf("route still there with BFD and the speaker frozen: %v", err)
+	}
+	t.Logf("route withdrawn %v after the speaker froze (hold time 60s, BFD 5 x 300ms)", time.Since(start).Round(time.Millisecond))
+	sp.signal(syscall.SIGCONT)
+	if _, err := l.WaitNextHops(t.Context(), vip, time.Minute, lab.RoutedHostAddr(1)); err != nil {
+		t.Fatalf("after the speaker thawed: %v", err)
+	}
+}
+
+// TestFRRIPv6: an IPv6 VIP on IPv6 sessions (ipv6-unicast), two hosts as
+// two next hops, reached by the client over IPv6.
+func TestFRRIPv6(t *testing.T) {
+	const n = 2
+	l := newRouted(t, n, lab.RouterConfig{Neighbors: lab.HostNeighbors6(n, hostASN)})
+	vip := lab.RoutedVIP6()
+	var want []netip.Addr
+	for i := 1; i <= n; i++ {
+		if err := l.AddLoopbackVIP(i, vip); err != nil {
+			t.Fatal(err)
+		}
+		cfg := hostConfig(i)
+		cfg.Peers = []Peer{{Address: lab.RoutedRouterAddr6(i), ASN: lab.RouterASN}}
+		startSpeaker(t, l.HostNS(i), cfg).announce(vip, Attrs{})
+		want = append(want, lab.RoutedHostAddr6(i))
+	}
+	if _, err := l.WaitNextHops(t.Context(), vip, routeWait, want...); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	for range 10 {
+		var out []byte
+		if out, err = l.ClientCommand(t.Context(), "ping", "-6", "-c", "1", "-W", "1", vip.Addr().String()).CombinedOutput(); err == nil {
+			return
+		}
+		err = fmt.Errorf("%v: %s", err, out)
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Fatalf("client cannot reach %s: %v", vip, err)
+}
+
+// TestFRRGracefulRestart: a speaker stopped for a re-exec leaves its route
+// in FRR (stale) and reachable, and its successor takes it over; a plain
+// stop withdraws at once.
+func TestFRRGracefulRestart(t *testing.T) {
+	l := newRouted(t, 1, lab.RouterConfig{Neighbors: lab.HostNeighbors(1, hostASN)})
+	vip := lab.RoutedVIP()
+	if err := l.AddLoopbackVIP(1, vip); err != nil {
+		t.Fatal(err)
+	}
+	cfg := hostConfig(1)
+	cfg.GracefulRestartTime = 2 * time.Minute
+	old := startSpeaker(t, l.HostNS(1), cfg)
+	old.announce(vip, Attrs{})
+	if _, err := l.WaitNextHops(t.Context(), vip, routeWait, lab.RoutedHostAddr(1)); err != nil {
+		t.Fatal(err)
+	}
+	old.must(helperRequest{Op: "stoprestart"})
+	old.stop()
+	// FRR notices the closed session at once; the route must survive it.
+	if _, err := l.WaitRoute(t.Context(), vip, routeWait, func(r lab.Route, ok bool) bool { return ok && r.Paths[0].Stale }); err != nil {
+		t.Fatalf("no stale route after a graceful-restart stop: %v", err)
+	}
+	time.Sleep(time.Second)
+	r, ok, err := l.Route(t.Context(), vip)
+	if err != nil || !ok || !slices.Equal(r.NextHops(), []netip.Addr{lab.RoutedHostAddr(1)}) {
+		t.Fatalf("route during the restart: %+v, %v, %v", r, ok, err)
+	}
+	pingUntil(t, l, vip.Addr())
+
+	cfg.Restarting = true
+	next := startSpeaker(t, l.HostNS(1), cfg)
+	next.announce(vip, Attrs{})
+	if _, err := l.WaitRoute(t.Context(), vip, routeWait, func(r lab.Route, ok bool) bool {
+		return ok && len(r.Paths) == 1 && !r.Paths[0].Stale && r.Paths[0].Valid
+	}); err != nil {
+		t.Fatalf("the restarted speaker did not refresh its route: %v", err)
+	}
+	next.waitPeer(lab.RoutedRouterAddr(1), routeWait, func(p PeerStatus) bool { return p.Up })
+
+	// A plain stop: the CEASE makes FRR drop the route at once.
+	next.stop()
+	if _, err := l.WaitRoute(t.Context(), vip, 5*time.Second, func(_ lab.Route, ok bool) bool { return !ok }); err != nil {
+		t.Fatalf("route kept after a plain stop: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -78,6 +79,8 @@ func speakerHelper(cfgJSON string) int {
 				err = s.GracefulShutdown(ctx, req.VIP)
 			case "reconfigure":
 				err = s.Reconfigure(ctx, *req.Config)
+			case "stoprestart":
+				s.StopForRestart()
 			case "peers":
 				err = nil
 			default:
@@ -109,6 +112,7 @@ type remoteSpeaker struct {
 	stdout  *bufio.Scanner
 	logPath string
 	done    chan struct{}
+	stdinW  io.Closer
 }
 
 // startSpeaker runs a speaker with cfg in namespace ns; cleanup stops it.
@@ -147,21 +151,35 @@ func startSpeaker(t *testing.T, ns string, cfg Config) *remoteSpeaker {
 		_ = r.cmd.Wait()
 		close(r.done)
 	}()
-	r.stdin, r.stdout = json.NewEncoder(w), bufio.NewScanner(rd)
+	r.stdin, r.stdout, r.stdinW = json.NewEncoder(w), bufio.NewScanner(rd), w
 	t.Cleanup(func() {
-		w.Close() // the helper stops its speaker and exits
-		select {
-		case <-r.done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
-			<-r.done
-		}
+		r.stop()
 		if t.Failed() {
 			b, _ := os.ReadFile(r.logPath)
 			t.Logf("--- speaker log (%s) ---\n%s", ns, b)
 		}
 	})
 	return r
+}
+
+// stop ends the speaker: with stdin closed the helper ends Run and exits.
+func (r *remoteSpeaker) stop() {
+	r.stdinW.Close()
+	select {
+	case <-r.done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+		<-r.done
+	}
+}
+
+// signal sends sig to the speaker's process (ip netns exec execs it, so
+// the child is the speaker itself).
+func (r *remoteSpeaker) signal(sig syscall.Signal) {
+	r.t.Helper()
+	if err := r.cmd.Process.Signal(sig); err != nil {
+		r.t.Fatal(err)
+	}
 }
 
 func (r *remoteSpeaker) call(req helperRequest) (helperReply, error) {

@@ -24,6 +24,7 @@ type gobgpHandler struct {
 const (
 	gobgpConnectFailed = "failed to connect"
 	gobgpSentNotif     = "sent notification"
+	gobgpStopFailed    = "failed to stop BGP server"
 	gobgpKeyAttr       = "Key"
 	gobgpErrorAttr     = "Error"
 	gobgpCodeAttr      = "Code"
@@ -56,6 +57,9 @@ func (h *gobgpHandler) Handle(ctx context.Context, r slog.Record) error {
 			})
 			h.onFailure(h.peer, "sent NOTIFICATION "+bgp.NewNotificationErrorCode(uint8(code), uint8(sub)).String())
 		}
+	}
+	if r.Message == gobgpStopFailed {
+		return nil // the second StopBgp after a graceful-restart stop
 	}
 	if r.Level >= slog.LevelWarn || h.next.Enabled(ctx, slog.LevelDebug) {
 		if h.next.Enabled(ctx, r.Level) {

@@ -34,6 +34,8 @@ type Speaker struct {
 	desired map[netip.Prefix]Attrs
 	srv     atomic.Pointer[server.BgpServer] // non-nil while Run serves
 	running atomic.Bool
+	// keepRoutes makes Run end the sessions without a NOTIFICATION.
+	keepRoutes atomic.Bool
 
 	stMu  sync.Mutex
 	peers map[netip.Addr]*peerState // keyed like cfg.Peers
@@ -90,7 +92,7 @@ func cloneConfig(c Config) Config {
 // routes and serves until ctx ends. It then closes every session (the
 // peers drop the routes at once) and returns once GoBGP has stopped. It
 // returns nil when ctx ended, an error when GoBGP could not start.
-func (s *Speaker) Run(ctx context.Context) (err error) {
+func (s *Speaker) Run(ctx context.Context) error {
 	if !s.running.CompareAndSwap(false, true) {
 		return errors.New("bgp: Run is already running")
 	}
@@ -112,6 +114,14 @@ func (s *Speaker) Run(ctx context.Context) (err error) {
 		s.srv.Store(nil)
 		s.opMu.Unlock()
 		stopWatch()
+		if s.keepRoutes.Load() {
+			// No NOTIFICATION: routers that negotiated graceful restart
+			// keep the routes for the restart time. Stop then only ends
+			// BFD (its own StopBgp fails: already stopped).
+			if err := srv.StopBgp(context.Background(), &api.StopBgpRequest{AllowGracefulRestart: true}); err != nil {
+				s.log.Warn("bgp graceful-restart stop", "err", err)
+			}
+		}
 		srv.Stop() // closes the sessions with a CEASE
 		<-served
 		s.stMu.Lock()
@@ -130,6 +140,13 @@ func (s *Speaker) Run(ctx context.Context) (err error) {
 	<-ctx.Done()
 	return nil
 }
+
+// StopForRestart makes Run, when its context ends, close the sessions
+// without a NOTIFICATION, for a re-exec: routers that negotiated graceful
+// restart (Config.GracefulRestartTime) keep the routes until the new
+// process, with Config.Restarting, announces them again. Without graceful
+// restart it changes nothing: the routers drop the routes.
+func (s *Speaker) StopForRestart() { s.keepRoutes.Store(true) }
 
 // start configures a served GoBGP: global settings, the import policy,
 // the peer watch, the peers and the desired routes. StartBgp goes through
@@ -166,7 +183,7 @@ func (s *Speaker) start(ctx context.Context, srv *server.BgpServer, watchCtx con
 		return fmt.Errorf("bgp: watch peers: %w", err)
 	}
 	for _, p := range s.cfg.Peers {
-		if err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: apiPeer(p)}); err != nil {
+		if err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: s.apiPeer(p)}); err != nil {
 			return fmt.Errorf("bgp: add peer %s: %w", p.Address, err)
 		}
 	}
@@ -178,6 +195,19 @@ func (s *Speaker) start(ctx context.Context, srv *server.BgpServer, watchCtx con
 	s.srv.Store(srv)
 	s.log.Info("bgp speaker started", "asn", s.cfg.ASN, "router_id", s.cfg.RouterID, "peers", len(s.cfg.Peers), "listen_port", s.cfg.ListenPort)
 	return nil
+}
+
+// apiPeer is apiPeer with the speaker's graceful-restart settings; s.cfg
+// is read under opMu.
+func (s *Speaker) apiPeer(p Peer) *api.Peer {
+	ap := apiPeer(p)
+	if t := s.cfg.GracefulRestartTime; t > 0 {
+		ap.GracefulRestart = &api.GracefulRestart{Enabled: true, RestartTime: uint32(t / time.Second), LocalRestarting: s.cfg.Restarting}
+		for _, af := range ap.AfiSafis {
+			af.MpGracefulRestart = &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}}
+		}
+	}
+	return ap
 }
 
 // apiPeer is GoBGP's form of a peer: the families of its address only
@@ -194,6 +224,8 @@ func apiPeer(p Peer) *api.Peer {
 			HoldTime:          uint64(p.HoldTime / time.Second),
 			KeepaliveInterval: uint64(p.KeepaliveInterval / time.Second),
 			ConnectRetry:      uint64(connectRetry / time.Second),
+			// After a reset of our own (BFD down), not GoBGP's 30s.
+			IdleHoldTimeAfterReset: uint64(connectRetry / time.Second),
 		}},
 		AfiSafis: []*api.AfiSafi{{Config: &api.AfiSafiConfig{
 			Family: &api.Family{Afi: afi, Safi: api.Family_SAFI_UNICAST}, Enabled: true,
@@ -203,7 +235,12 @@ func apiPeer(p Peer) *api.Peer {
 		ap.EbgpMultihop = &api.EbgpMultihop{Enabled: true, MultihopTtl: uint32(p.MultihopTTL)}
 	}
 	if p.BFD {
-		ap.Bfd = &api.BfdPeerConfig{Enabled: true, Port: 3784, DesiredMinimumTxInterval: 300000, RequiredMinimumReceive: 300000, DetectionMultiplier: 3}
+		ap.Bfd = &api.BfdPeerConfig{
+			Enabled: true, Port: bfdPort,
+			DesiredMinimumTxInterval: uint32(bfdInterval / time.Microsecond),
+			RequiredMinimumReceive:   uint32(bfdInterval / time.Microsecond),
+			DetectionMultiplier:      bfdMultiplier,
+		}
 	}
 	return ap
 }
@@ -343,17 +380,19 @@ func (s *Speaker) Announced() []netip.Prefix {
 // Reconfigure applies cfg to the running (or not yet running) speaker:
 // peers that are new are added, peers that are gone are removed, and a peer
 // whose settings changed is replaced (only its session restarts). Other
-// sessions are not touched. A changed ASN, router ID or listen port
-// returns ErrGlobalChanged and changes nothing.
+// sessions are not touched. A changed ASN, router ID, listen port or
+// graceful-restart time returns ErrGlobalChanged and changes nothing;
+// cfg.Restarting is ignored.
 func (s *Speaker) Reconfigure(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("bgp: %w", err)
 	}
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
-	if cfg.ASN != s.cfg.ASN || cfg.RouterID != s.cfg.RouterID || cfg.ListenPort != s.cfg.ListenPort {
+	if cfg.ASN != s.cfg.ASN || cfg.RouterID != s.cfg.RouterID || cfg.ListenPort != s.cfg.ListenPort || cfg.GracefulRestartTime != s.cfg.GracefulRestartTime {
 		return ErrGlobalChanged
 	}
+	cfg.Restarting = s.cfg.Restarting
 	old := map[netip.Addr]Peer{}
 	for _, p := range s.cfg.Peers {
 		old[p.Address] = p
@@ -395,7 +434,7 @@ func (s *Speaker) Reconfigure(ctx context.Context, cfg Config) error {
 		s.peers[p.Address] = &peerState{password: p.Password != ""}
 		s.stMu.Unlock()
 		if srv != nil {
-			if err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: apiPeer(p)}); err != nil {
+			if err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: s.apiPeer(p)}); err != nil {
 				errs = append(errs, fmt.Errorf("bgp: add peer %s: %w", p.Address, err))
 				s.stMu.Lock()
 				delete(s.peers, p.Address)

@@ -48,6 +48,10 @@ func TestConfigValidate(t *testing.T) {
 		{"keepalive above a third", func(c *Config) { c.Peers[0].HoldTime, c.Peers[0].KeepaliveInterval = 9*time.Second, 4*time.Second }, "keepalive_interval"},
 		{"long password", func(c *Config) { c.Peers[0].Password = strings.Repeat("x", 81) }, "80 bytes"},
 		{"default keepalive follows a short hold time", func(c *Config) { c.Peers[0].HoldTime = 3 * time.Second }, ""},
+		{"graceful restart", func(c *Config) { c.GracefulRestartTime, c.Restarting = 2*time.Minute, true }, ""},
+		{"fractional restart time", func(c *Config) { c.GracefulRestartTime = 1500 * time.Millisecond }, "graceful_restart_time"},
+		{"restart time above 12 bits", func(c *Config) { c.GracefulRestartTime = 4096 * time.Second }, "graceful_restart_time"},
+		{"restarting without graceful restart", func(c *Config) { c.Restarting = true }, "restarting"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -138,6 +142,23 @@ func TestAPIPeer(t *testing.T) {
 	}
 	if p := apiPeer(Peer{Address: routerA, ASN: 65000, MultihopTTL: 1}); p.EbgpMultihop != nil || p.Bfd != nil || p.AfiSafis[0].Config.Family.Afi != api.Family_AFI_IP {
 		t.Errorf("a link peer: multihop %v, bfd %v, family %v", p.EbgpMultihop, p.Bfd, p.AfiSafis[0].Config.Family)
+	}
+}
+
+func TestAPIPeerGracefulRestart(t *testing.T) {
+	cfg := validConfig()
+	cfg.GracefulRestartTime, cfg.Restarting = 2*time.Minute, true
+	s, _ := newTestSpeaker(t, cfg)
+	p := s.apiPeer(cfg.Peers[0])
+	if gr := p.GracefulRestart; gr == nil || !gr.Enabled || gr.RestartTime != 120 || !gr.LocalRestarting {
+		t.Errorf("graceful restart %+v", p.GracefulRestart)
+	}
+	if !p.AfiSafis[0].GetMpGracefulRestart().GetConfig().GetEnabled() {
+		t.Error("the family does not offer graceful restart (no Forwarding State bit)")
+	}
+	s, _ = newTestSpeaker(t, validConfig())
+	if p := s.apiPeer(cfg.Peers[0]); p.GracefulRestart != nil || p.AfiSafis[0].MpGracefulRestart != nil {
+		t.Errorf("graceful restart offered while off: %+v", p.GracefulRestart)
 	}
 }
 

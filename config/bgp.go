@@ -51,8 +51,12 @@ type BGP struct {
 	// ListenPort accepts sessions from peers; 0 (the default) opens no port
 	// and vipd initiates every session.
 	ListenPort int
-	Peers      []BGPPeer // in file order, addresses unique
-	Line       int       // of the [bgp] header
+	// GracefulRestartTime, when not 0, offers BGP graceful restart (RFC
+	// 4724): routers keep the routes this long across an upgrade re-exec,
+	// and also after a crash or a cut link.
+	GracefulRestartTime time.Duration
+	Peers               []BGPPeer // in file order, addresses unique
+	Line                int       // of the [bgp] header
 }
 
 // BGPPeer is one [[bgp.peer]] table.
@@ -117,7 +121,7 @@ func (p BGPPeer) ReadPassword(readFile func(string) ([]byte, error)) (string, er
 // SpeakerConfig is the bgp.Config of b; routerID is used when b sets none
 // (the node's primary IPv4 address), readFile reads password files.
 func (b *BGP) SpeakerConfig(routerID netip.Addr, readFile func(string) ([]byte, error)) (bgp.Config, error) {
-	c := bgp.Config{ASN: b.ASN, RouterID: b.RouterID, ListenPort: b.ListenPort}
+	c := bgp.Config{ASN: b.ASN, RouterID: b.RouterID, ListenPort: b.ListenPort, GracefulRestartTime: b.GracefulRestartTime}
 	if !c.RouterID.IsValid() {
 		c.RouterID = routerID
 	}
@@ -139,6 +143,7 @@ type rawBGP struct {
 	ASN        field        `toml:"asn"`
 	RouterID   field        `toml:"router_id"`
 	ListenPort field        `toml:"listen_port"`
+	GRTime     field        `toml:"graceful_restart_time"`
 	Peer       []rawBGPPeer `toml:"peer"`
 }
 
@@ -209,6 +214,13 @@ func (c *checker) bgp(present bool, r *rawBGP) *BGP {
 	}
 	if n, ok := c.integer(r.ListenPort, key("listen_port")); ok && c.inRange(key("listen_port"), n, 0, 65535) {
 		b.ListenPort = int(n)
+	}
+	if d, ok := c.duration(r.GRTime, key("graceful_restart_time"), 0, 4095*time.Second); ok {
+		if d%time.Second != 0 {
+			c.add(key("graceful_restart_time"), "graceful_restart_time %q is not whole seconds (BGP carries it in seconds)", r.GRTime.val)
+		} else {
+			b.GracefulRestartTime = d
+		}
 	}
 	seen := map[netip.Addr]int{}
 	for j := range r.Peer {

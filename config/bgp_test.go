@@ -57,6 +57,7 @@ vips = ["192.0.2.10"]
 asn = 4200000001
 router_id = "192.0.2.1"
 listen_port = 179
+graceful_restart_time = "120s"
 
 [[bgp.peer]]
 address = "198.51.100.1"
@@ -89,7 +90,7 @@ announce = "bgp-anycast"
 vips = ["2001:db8::30"]
 `)
 		b := cfg.BGP
-		if b.ASN != 4200000001 || b.RouterID != netip.MustParseAddr("192.0.2.1") || b.ListenPort != 179 {
+		if b.ASN != 4200000001 || b.RouterID != netip.MustParseAddr("192.0.2.1") || b.ListenPort != 179 || b.GracefulRestartTime != 2*time.Minute {
 			t.Errorf("bgp = %+v", b)
 		}
 		p1, p2 := b.Peers[0], b.Peers[1]
@@ -185,6 +186,9 @@ func TestParseBGPRefusals(t *testing.T) {
 			`vipd.toml:2: bgp: asn 0 is reserved (RFC 7607)`,
 			`vipd.toml:5: bgp: peer 198.51.100.1: asn 23456 is AS_TRANS (RFC 6793), a placeholder, not an AS`,
 			`vipd.toml:8: bgp: peer 198.51.100.2: asn 4294967296 out of range 1..4294967295`,
+		}},
+		{"graceful_restart_time", "[bgp]\nasn = 65001\ngraceful_restart_time = \"1.5s\"\n[[bgp.peer]]\naddress = \"198.51.100.1\"\nasn = 65000\n" + anycastInstance + "announce = \"bgp-anycast\"\n", []string{
+			`vipd.toml:3: bgp: graceful_restart_time "1.5s" is not whole seconds (BGP carries it in seconds)`,
 		}},
 		{"missing asn and address", "[bgp]\n[[bgp.peer]]\npassword = \"x\"\n" + anycastInstance + "announce = \"bgp-anycast\"\n", []string{
 			`vipd.toml:1: bgp: missing required key "asn"`,

@@ -120,7 +120,7 @@ func TestReferenceExamples(t *testing.T) {
 	}
 
 	// The BGP speaker, its two routers, and the anycast instance.
-	if b := got.BGP; b == nil || b.ASN != 65001 || b.ListenPort != 0 || len(b.Peers) != 2 ||
+	if b := got.BGP; b == nil || b.ASN != 65001 || b.ListenPort != 0 || b.GracefulRestartTime != 0 || len(b.Peers) != 2 ||
 		b.Peers[0].Password == "" || b.Peers[1].PasswordFile == "" || b.Peers[0].HoldTime != bgp.DefaultHoldTime || b.Peers[0].BFD {
 		t.Errorf("bgp example not used as documented: %+v", b)
 	}

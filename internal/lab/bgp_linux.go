@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // The routed lab (issue 14): no shared L2 segment. A router namespace runs
@@ -87,6 +88,20 @@ func RoutedClientGateway() netip.Addr { return netip.MustParseAddr("203.0.113.1"
 
 // RoutedVIP is a VIP for the routed lab, from 192.0.2.0/24.
 func RoutedVIP() netip.Prefix { return netip.MustParsePrefix("192.0.2.10/32") }
+
+// The IPv6 side of the same links: host i's link is 2001:db8:0:i::/64, the
+// router ::1, the host ::2; the client's is 2001:db8:0:ff::/64.
+func RoutedHostAddr6(i int) netip.Addr {
+	return netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, byte(i), 15: 2})
+}
+func RoutedRouterAddr6(i int) netip.Addr {
+	return netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, byte(i), 15: 1})
+}
+func RoutedClientAddr6() netip.Addr    { return RoutedHostAddr6(0xff) }
+func RoutedClientGateway6() netip.Addr { return RoutedRouterAddr6(0xff) }
+
+// RoutedVIP6 is an IPv6 VIP for the routed lab.
+func RoutedVIP6() netip.Prefix { return netip.MustParsePrefix("2001:db8:ffff::10/128") }
 
 // NewRouted builds the routed lab (without starting FRR: see StartRouter).
 // ctx bounds the setup only. On failure everything made is removed again.
@@ -162,7 +177,7 @@ func (l *RoutedLab) build(ctx context.Context, n int) error {
 			return err
 		}
 		e.addr = RoutedHostAddr(i)
-		if err := l.link(e, fmt.Sprintf("r%d", i), RoutedRouterAddr(i), e.addr); err != nil {
+		if err := l.link(e, fmt.Sprintf("r%d", i), RoutedRouterAddr(i), e.addr, RoutedRouterAddr6(i), RoutedHostAddr6(i)); err != nil {
 			return err
 		}
 	}
@@ -170,13 +185,13 @@ func (l *RoutedLab) build(ctx context.Context, n int) error {
 		return err
 	}
 	l.client.addr = RoutedClientAddr()
-	if err := l.link(l.client, "rc", RoutedClientGateway(), l.client.addr); err != nil {
+	if err := l.link(l.client, "rc", RoutedClientGateway(), l.client.addr, RoutedClientGateway6(), RoutedClientAddr6()); err != nil {
 		return err
 	}
 	// The router forwards; the hosts answer the client from their loopback
 	// VIP, so reverse-path filtering must not judge by the link.
 	return runCmd(ctx, "ip", "netns", "exec", l.router.name, "sysctl", "-q", "-w",
-		"net.ipv4.ip_forward=1", "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0")
+		"net.ipv4.ip_forward=1", "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0", "net.ipv6.conf.all.forwarding=1")
 }
 
 func (l *RoutedLab) newEndpoint(label string) (*endpoint, error) {
@@ -199,10 +214,11 @@ func (l *RoutedLab) newEndpoint(label string) (*endpoint, error) {
 	return e, nil
 }
 
-// link connects e to the router with a /30: port in the router's
-// namespace with routerAddr, eth0 in e's with addr and a default route via
-// the router.
-func (l *RoutedLab) link(e *endpoint, port string, routerAddr, addr netip.Addr) error {
+// link connects e to the router with a /30 and a /64: port in the
+// router's namespace with routerAddr and routerAddr6, eth0 in e's with addr
+// and addr6 and default routes via the router. The IPv6 addresses skip
+// duplicate address detection, so they are usable at once.
+func (l *RoutedLab) link(e *endpoint, port string, routerAddr, addr, routerAddr6, addr6 netip.Addr) error {
 	e.port = port
 	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: port}, PeerName: "eth0", PeerNamespace: netlink.NsFd(int(e.ns))}
 	rh := l.router.h
@@ -211,6 +227,9 @@ func (l *RoutedLab) link(e *endpoint, port string, routerAddr, addr netip.Addr) 
 	}
 	if err := rh.AddrAdd(veth, &netlink.Addr{IPNet: prefixIPNet(netip.PrefixFrom(routerAddr, 30))}); err != nil {
 		return fmt.Errorf("address on %s: %w", port, err)
+	}
+	if err := rh.AddrAdd(veth, &netlink.Addr{IPNet: prefixIPNet(netip.PrefixFrom(routerAddr6, 64)), Flags: unix.IFA_F_NODAD}); err != nil {
+		return fmt.Errorf("IPv6 address on %s: %w", port, err)
 	}
 	if err := rh.LinkSetUp(veth); err != nil {
 		return fmt.Errorf("%s up: %w", port, err)
@@ -222,12 +241,16 @@ func (l *RoutedLab) link(e *endpoint, port string, routerAddr, addr netip.Addr) 
 	if err := e.h.AddrAdd(eth0, &netlink.Addr{IPNet: prefixIPNet(netip.PrefixFrom(addr, 30))}); err != nil {
 		return fmt.Errorf("address on %s: %w", e.name, err)
 	}
+	if err := e.h.AddrAdd(eth0, &netlink.Addr{IPNet: prefixIPNet(netip.PrefixFrom(addr6, 64)), Flags: unix.IFA_F_NODAD}); err != nil {
+		return fmt.Errorf("IPv6 address on %s: %w", e.name, err)
+	}
 	if err := e.h.LinkSetUp(eth0); err != nil {
 		return fmt.Errorf("eth0 up in %s: %w", e.name, err)
 	}
-	gw := prefixIPNet(netip.PrefixFrom(routerAddr, 32)).IP
-	if err := e.h.RouteAdd(&netlink.Route{LinkIndex: eth0.Attrs().Index, Gw: gw}); err != nil {
-		return fmt.Errorf("default route in %s: %w", e.name, err)
+	for _, gw := range []netip.Addr{routerAddr, routerAddr6} {
+		if err := e.h.RouteAdd(&netlink.Route{LinkIndex: eth0.Attrs().Index, Gw: gw.AsSlice()}); err != nil {
+			return fmt.Errorf("default route via %s in %s: %w", gw, e.name, err)
+		}
 	}
 	return nil
 }
@@ -306,8 +329,10 @@ type RouterNeighbor struct {
 type RouterConfig struct {
 	ASN       uint32 // default RouterASN
 	Neighbors []RouterNeighbor
-	// MaximumPaths is the ECMP width for IPv4 unicast (default 8).
+	// MaximumPaths is the ECMP width for IPv4 and IPv6 unicast (default 8).
 	MaximumPaths int
+	// BFD starts FRR's bfdd beside bgpd, for neighbours with BFD set.
+	BFD bool
 }
 
 // HostNeighbors lists hosts 1..n as eBGP neighbours in AS asn.
@@ -319,10 +344,19 @@ func HostNeighbors(n int, asn uint32) []RouterNeighbor {
 	return ns
 }
 
+// HostNeighbors6 lists hosts 1..n by their IPv6 addresses.
+func HostNeighbors6(n int, asn uint32) []RouterNeighbor {
+	ns := make([]RouterNeighbor, n)
+	for i := range ns {
+		ns[i] = RouterNeighbor{Address: RoutedHostAddr6(i + 1), ASN: asn}
+	}
+	return ns
+}
+
 // bgpdConf renders c as bgpd's config file. eBGP without policies is
 // allowed (FRR follows RFC 8212 otherwise), hosts announce from several
 // ASNs as equal paths, and the timers are short so a test sees sessions
-// come and go in seconds.
+// come and go in seconds. An IPv6 neighbour carries ipv6-unicast only.
 func (c RouterConfig) bgpdConf() string {
 	if c.ASN == 0 {
 		c.ASN = RouterASN
@@ -335,7 +369,19 @@ func (c RouterConfig) bgpdConf() string {
 	for _, n := range c.Neighbors {
 		b.WriteString(neighborLines(n))
 	}
-	fmt.Fprintf(&b, " address-family ipv4 unicast\n  maximum-paths %d\n exit-address-family\n", c.MaximumPaths)
+	fmt.Fprintf(&b, " address-family ipv4 unicast\n  maximum-paths %d\n", c.MaximumPaths)
+	for _, n := range c.Neighbors {
+		if n.Address.Is6() {
+			fmt.Fprintf(&b, "  no neighbor %s activate\n", n.Address)
+		}
+	}
+	fmt.Fprintf(&b, " exit-address-family\n address-family ipv6 unicast\n  maximum-paths %d\n", c.MaximumPaths)
+	for _, n := range c.Neighbors {
+		if n.Address.Is6() {
+			fmt.Fprintf(&b, "  neighbor %s activate\n", n.Address)
+		}
+	}
+	b.WriteString(" exit-address-family\n")
 	return b.String()
 }
 
@@ -364,7 +410,7 @@ func (l *RoutedLab) StartRouter(ctx context.Context, c RouterConfig) error {
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
-	files := map[string]string{"zebra.conf": "hostname router\n", "bgpd.conf": c.bgpdConf()}
+	files := map[string]string{"zebra.conf": "hostname router\n", "bgpd.conf": c.bgpdConf(), "bfdd.conf": "hostname router\n"}
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(l.dir, name), []byte(body), 0o644); err != nil {
 			return err
@@ -388,6 +434,14 @@ func (l *RoutedLab) StartRouter(ctx context.Context, c RouterConfig) error {
 	}); err != nil {
 		return fmt.Errorf("lab: zebra did not create its socket: %w", err)
 	}
+	if c.BFD {
+		if _, err := os.Stat(filepath.Join(frrDir, "bfdd")); err != nil {
+			return ErrNoFRR
+		}
+		if err := l.startFRR("bfdd", "--bfdctl", filepath.Join(l.dir, "bfdd.sock")); err != nil {
+			return err
+		}
+	}
 	if err := l.startFRR("bgpd"); err != nil {
 		return err
 	}
@@ -400,11 +454,12 @@ func (l *RoutedLab) StartRouter(ctx context.Context, c RouterConfig) error {
 	return nil
 }
 
-func (l *RoutedLab) startFRR(daemon string) error {
-	cmd := exec.Command("ip", "netns", "exec", l.router.name, filepath.Join(frrDir, daemon), "-P", "0",
+func (l *RoutedLab) startFRR(daemon string, extra ...string) error {
+	args := []string{"netns", "exec", l.router.name, filepath.Join(frrDir, daemon), "-P", "0",
 		"-z", filepath.Join(l.dir, "zserv.api"), "--vty_socket", l.dir,
 		"-f", filepath.Join(l.dir, daemon+".conf"), "-i", filepath.Join(l.dir, daemon+".pid"),
-		"--log", "file:"+filepath.Join(l.dir, daemon+".log"), "--log-level", "debug")
+		"--log", "file:" + filepath.Join(l.dir, daemon+".log"), "--log-level", "debug"}
+	cmd := exec.Command("ip", append(args, extra...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("lab: start %s: %w", daemon, err)
@@ -460,6 +515,7 @@ type RoutePath struct {
 	Peer        netip.Addr // the neighbour it came from
 	Valid, Best bool
 	Multipath   bool
+	Stale       bool     // kept for a peer in graceful restart (RFC 4724)
 	Communities []string // as FRR writes them: "65000:100", "graceful-shutdown"
 	MED         *uint32
 }
@@ -488,6 +544,7 @@ type frrRouteJSON struct {
 	Paths  []struct {
 		Valid     bool `json:"valid"`
 		Multipath bool `json:"multipath"`
+		Stale     bool `json:"stale"`
 		Bestpath  *struct {
 			Overall bool `json:"overall"`
 		} `json:"bestpath"`
@@ -507,7 +564,11 @@ type frrRouteJSON struct {
 // Route reads prefix from the router's BGP table; ok is false when the
 // table has no path for it.
 func (l *RoutedLab) Route(ctx context.Context, prefix netip.Prefix) (Route, bool, error) {
-	out, err := l.Vtysh(ctx, "show ip bgp "+prefix.String()+" json")
+	afi := "ipv4"
+	if prefix.Addr().Is6() {
+		afi = "ipv6"
+	}
+	out, err := l.Vtysh(ctx, "show bgp "+afi+" unicast "+prefix.String()+" json")
 	if err != nil {
 		return Route{}, false, err
 	}
@@ -521,7 +582,7 @@ func parseFRRRoute(out []byte, prefix netip.Prefix) (Route, bool, error) {
 	}
 	r := Route{Prefix: prefix}
 	for _, p := range j.Paths {
-		rp := RoutePath{Valid: p.Valid, Multipath: p.Multipath, Best: p.Bestpath != nil && p.Bestpath.Overall, MED: p.MED}
+		rp := RoutePath{Valid: p.Valid, Multipath: p.Multipath, Stale: p.Stale, Best: p.Bestpath != nil && p.Bestpath.Overall, MED: p.MED}
 		if len(p.Nexthops) > 0 {
 			rp.NextHop, _ = netip.ParseAddr(p.Nexthops[0].IP)
 		}
