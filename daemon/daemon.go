@@ -116,7 +116,7 @@ func New(cfg *config.Config, log *slog.Logger, env Env, opts Options) (*Daemon, 
 	d.sockets = newSocketPool(env, log)
 	d.announcers = newAnnouncerPool(env)
 	var err error
-	if d.speaker, err = newSpeaker(cfg, env, log); err != nil {
+	if d.speaker, err = newSpeaker(cfg, env, log, opts.Handover != nil); err != nil {
 		return nil, err
 	}
 	d.restoreHistory(opts.Handover)

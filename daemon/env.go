@@ -51,6 +51,9 @@ type RouteSpeaker interface {
 	Established() bool
 	Peers() []bgp.PeerStatus
 	Reconfigure(ctx context.Context, cfg bgp.Config) error
+	// StopForRestart keeps the routes in the routers (BGP graceful
+	// restart) when Run's context ends: a re-exec takes over.
+	StopForRestart()
 }
 
 // Env is the daemon's view of the operating system.

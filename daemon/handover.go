@@ -124,6 +124,11 @@ func (d *Daemon) Detach(ctx context.Context) (*Handover, error) {
 		}
 		h.Instances = append(h.Instances, ih)
 	}
+	if d.speaker != nil {
+		// The routers keep the routes across the re-exec (graceful
+		// restart, when configured).
+		d.speaker.StopForRestart()
+	}
 	for _, t := range d.transitions() {
 		h.History = append(h.History, HandoverHistEntry{
 			At: t.At, Instance: t.Instance, From: t.From.String(), To: t.To.String(),

@@ -375,9 +375,9 @@ func (d *Daemon) planBGP(p *reloadPlan, prev, next *config.Config) error {
 		return err
 	}
 	old, _ := speakerConfig(prev, d.env)
-	if sc.ASN != old.ASN || sc.RouterID != old.RouterID || sc.ListenPort != old.ListenPort {
-		p.outcome.Changes = append(p.outcome.Changes, "bgp: asn, router_id or listen_port changed: they take effect at the next restart")
-		sc.ASN, sc.RouterID, sc.ListenPort = old.ASN, old.RouterID, old.ListenPort
+	if sc.ASN != old.ASN || sc.RouterID != old.RouterID || sc.ListenPort != old.ListenPort || sc.GracefulRestartTime != old.GracefulRestartTime {
+		p.outcome.Changes = append(p.outcome.Changes, "bgp: asn, router_id, listen_port or graceful_restart_time changed: they take effect at the next restart")
+		sc.ASN, sc.RouterID, sc.ListenPort, sc.GracefulRestartTime = old.ASN, old.RouterID, old.ListenPort, old.GracefulRestartTime
 	}
 	p.bgp = &sc
 	p.outcome.Changes = append(p.outcome.Changes, fmt.Sprintf("bgp: peers changed in place (%d)", len(sc.Peers)))

@@ -27,7 +27,7 @@ const loopback = "lo"
 const bgpTimeout = 5 * time.Second
 
 // newSpeaker builds the daemon's BGP speaker for cfg, or nil without [bgp].
-func newSpeaker(cfg *config.Config, env Env, log *slog.Logger) (RouteSpeaker, error) {
+func newSpeaker(cfg *config.Config, env Env, log *slog.Logger, restarting bool) (RouteSpeaker, error) {
 	if cfg.BGP == nil {
 		return nil, nil
 	}
@@ -38,6 +38,9 @@ func newSpeaker(cfg *config.Config, env Env, log *slog.Logger) (RouteSpeaker, er
 	if err != nil {
 		return nil, err
 	}
+	// After a re-exec the routers kept our routes (graceful restart) and
+	// wait for this process to announce them again.
+	sc.Restarting = restarting && sc.GracefulRestartTime > 0
 	return env.NewSpeaker(sc, log.With("component", "bgp"))
 }
 

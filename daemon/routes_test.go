@@ -59,6 +59,7 @@ func (s *fakeSpeaker) Established() bool {
 }
 func (s *fakeSpeaker) Peers() []bgp.PeerStatus                       { return nil }
 func (s *fakeSpeaker) Reconfigure(context.Context, bgp.Config) error { return nil }
+func (s *fakeSpeaker) StopForRestart()                               { s.note("stop for restart") }
 func (s *fakeSpeaker) announced(vip netip.Prefix) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
