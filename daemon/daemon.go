@@ -423,7 +423,7 @@ func (d *Daemon) writeHeld() {
 			continue
 		}
 		for _, v := range st.VIPs {
-			held = append(held, HeldVIP{Interface: st.Interface, VIP: v})
+			held = append(held, HeldVIP{Interface: st.VIPLink, VIP: v})
 		}
 	}
 	b, _ := json.Marshal(held)

@@ -59,6 +59,9 @@ type Status struct {
 	// Routes the host routes announced over BGP now.
 	Announce string
 	Routes   []netip.Prefix
+	// VIPLink is the interface the VIPs are added to: the instance's, or
+	// lo in the BGP modes.
+	VIPLink string
 }
 
 // TrackerStatus is one health tracker's state.
@@ -159,6 +162,7 @@ func (in *instance) status() Status {
 		Handover:       p.handover,
 		Waiting:        p.waiting,
 		Announce:       in.announceMode,
+		VIPLink:        in.holder.ifname,
 	}
 	if in.routes != nil {
 		st.Routes = in.routes.routes()

@@ -96,7 +96,11 @@ func (c *cli) cleanup(f socketFlags, force bool) error {
 	} else {
 		for _, in := range cfg.Instances {
 			for _, v := range in.VIPs {
-				targets = append(targets, cleanupTarget{in.Name, in.Interface, v})
+				link := in.Interface
+				if in.Announce.BGPMode() {
+					link = "lo" // the BGP modes keep their VIPs on the loopback
+				}
+				targets = append(targets, cleanupTarget{in.Name, link, v})
 			}
 		}
 	}
