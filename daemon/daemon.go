@@ -208,11 +208,20 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go func() {
 		defer close(fanDone)
 		for ev := range events {
+			addr := ev.Kind == netif.AddrRemoved || ev.Kind == netif.AddrChanged
 			for _, r := range d.snapshot() {
+				if ev.Kind == netif.AddrAdded {
+					// Only an instance waiting for its source address
+					// acts on an address appearing.
+					if ev.Link == r.in.id.ifname && r.in.waitingForLink() {
+						r.in.linkEvent(ev)
+					}
+					continue
+				}
 				// The VIPs of a BGP mode live on lo: its address events
 				// (a VIP deleted by hand) are the instance's too.
-				vipLink := ev.Link == r.in.holder.ifname && (ev.Kind == netif.AddrRemoved || ev.Kind == netif.AddrChanged)
-				if ev.Link == r.in.id.ifname || ev.Link == "" || vipLink {
+				onLink := ev.Link == r.in.id.ifname || ev.Link == "" || addr && ev.Link == r.in.holder.ifname
+				if onLink && (!addr || r.in.wantsAddrEvent(ev.Prefix)) {
 					r.in.linkEvent(ev)
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -196,9 +197,33 @@ var errStopped = errors.New("instance stopped")
 func (in *instance) linkEvent(ev netif.Event) {
 	select {
 	case in.links <- ev:
-	case <-time.After(time.Second):
+		return
+	default:
+	}
+	// Only a busy instance needs a timer.
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case in.links <- ev:
+	case <-t.C:
 		in.log.Warn("link event dropped: instance busy", "event", ev.Kind.String())
 	}
+}
+
+// waitingForLink: the instance waits for its interface or source address.
+func (in *instance) waitingForLink() bool {
+	in.pubMu.Lock()
+	defer in.pubMu.Unlock()
+	return in.pub.waiting != ""
+}
+
+// wantsAddrEvent: an instance acts on the removal or the state change of
+// one of its own VIPs only; with many instances on a link, every address
+// event of every takeover would otherwise reach them all.
+func (in *instance) wantsAddrEvent(p netip.Prefix) bool {
+	in.pubMu.Lock()
+	defer in.pubMu.Unlock()
+	return slices.Contains(in.pub.vips, p)
 }
 
 func (in *instance) markReady() { in.once.Do(func() { close(in.ready) }) }
