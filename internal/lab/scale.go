@@ -103,11 +103,13 @@ type FailoverResult struct {
 	BoundMS float64 `json:"bound_ms"`
 	// TakenOver counts groups whose VIP reached another node.
 	TakenOver int `json:"taken_over"`
-	// ExcessMS[i] is group i's takeover minus its bound: from the old
+	// ExcessMS has each group's takeover minus its bound: from the old
 	// master's last advert of that group to its VIP on the new holder, minus
-	// BoundMS. LastMS is the cut → the last VIP on its new holder.
-	ExcessMS []float64 `json:"excess_ms"`
-	LastMS   float64   `json:"last_ms"`
+	// BoundMS. TakeoverMS[k] is group k's cut → VIP on its new holder (-1:
+	// never), in the order of ScaleGroups; LastMS the largest of them.
+	ExcessMS   []float64 `json:"excess_ms"`
+	TakeoverMS []float64 `json:"takeover_ms"`
+	LastMS     float64   `json:"last_ms"`
 	Error    string    `json:"error,omitempty"`
 }
 

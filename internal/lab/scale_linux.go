@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -526,8 +527,12 @@ func (r *scaleRun) window(ctx context.Context, s *scaleLab, arpRate int, perf bo
 			errs = append(errs, fmt.Errorf("backup n%d advertised during the window", i))
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		w.Error = err.Error()
+	if len(errs) > 0 {
+		msgs := make([]string, len(errs))
+		for i, e := range errs {
+			msgs[i] = e.Error()
+		}
+		w.Error = strings.Join(msgs, "; ") // one line in the table's notes
 	}
 	var cpu []float64
 	for _, n := range w.Nodes {
@@ -620,6 +625,11 @@ func (r *scaleRun) failover(ctx context.Context, s *scaleLab) FailoverResult {
 		}
 		if taken[k].at.After(lastAt) {
 			lastAt = taken[k].at
+		}
+		if taken[k].at.IsZero() {
+			f.TakeoverMS = append(f.TakeoverMS, -1)
+		} else {
+			f.TakeoverMS = append(f.TakeoverMS, ms(taken[k].at.Sub(t0)))
 		}
 	}
 	f.ExcessMS, f.TakenOver = takeoverExcess(gs)
