@@ -110,7 +110,7 @@ type FailoverResult struct {
 	ExcessMS   []float64 `json:"excess_ms"`
 	TakeoverMS []float64 `json:"takeover_ms"`
 	LastMS     float64   `json:"last_ms"`
-	Error    string    `json:"error,omitempty"`
+	Error      string    `json:"error,omitempty"`
 }
 
 // WriteJSON writes r, indented, to path.
