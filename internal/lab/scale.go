@@ -319,9 +319,7 @@ func (r *ScaleResult) rows() []scaleRow {
 		}
 		add(load, seen)
 	}
-	for _, f := range r.failoverRows() {
-		rows = append(rows, f)
-	}
+	rows = append(rows, r.failoverRows()...)
 	for _, iv := range r.Config.IntervalsMS {
 		row := scaleRow{what: fmt.Sprintf("takeover - bound (cut), 1 group @%s", fmtInterval(iv)), unit: "ms",
 			cells: map[string]string{}, vipd: math.NaN(), keepalived: math.NaN()}
