@@ -399,8 +399,10 @@ func (r *scaleRun) nGroups(ctx context.Context, n int, failover bool) {
 		if f.Error != "" {
 			r.say("%s: failover FAILED: %s", s.name(), f.Error)
 		}
-		r.say("%s: failover: %d of %d taken over, takeover - MDI min %s / median %s / max %s ms, last VIP %s ms after the cut",
-			s.name(), f.TakenOver, f.Groups, fmtNum(ex.Min), fmtNum(ex.Median), fmtNum(ex.Max), fmtNum(f.LastMS))
+		adv := summarize(f.AdvertExcessMS)
+		r.say("%s: failover: %d of %d taken over, takeover - MDI min %s / median %s / max %s ms (first advert: %s / %s / %s), last VIP %s ms after the cut",
+			s.name(), f.TakenOver, f.Groups, fmtNum(ex.Min), fmtNum(ex.Median), fmtNum(ex.Max),
+			fmtNum(adv.Min), fmtNum(adv.Median), fmtNum(adv.Max), fmtNum(f.LastMS))
 	}
 }
 
@@ -633,6 +635,16 @@ func (r *scaleRun) failover(ctx context.Context, s *scaleLab) FailoverResult {
 		}
 	}
 	f.ExcessMS, f.TakenOver = takeoverExcess(gs)
+	// The same from the new master's first advert: kernel-stamped at the
+	// client, so it is free of the lab's own lateness in reading netlink.
+	adv := make([]groupTakeover, len(s.groups))
+	for k, a := range capt.firstOthers() {
+		adv[k] = groupTakeover{VRID: s.groups[k].VRID, LastAdvert: last[k]}
+		if a.node > 0 && !a.at.Before(t0) {
+			adv[k].TakenAt, adv[k].Bound = a.at, MasterDownInterval(s.groups[k].Priority(a.node), s.iv)
+		}
+	}
+	f.AdvertExcessMS, _ = takeoverExcess(adv)
 	if !lastAt.IsZero() {
 		f.LastMS = ms(lastAt.Sub(t0))
 	}
@@ -656,19 +668,22 @@ func (r *scaleRun) failover(ctx context.Context, s *scaleLab) FailoverResult {
 }
 
 // advertCapture keeps, per group, the times of the master's adverts that
-// reached the client namespace.
+// reached the client namespace, and the first advert of any other node:
+// in a stable group only the master advertises, so that one is a new
+// master's.
 type advertCapture struct {
 	conn *net.IPConn
 	wg   sync.WaitGroup
 
-	mu   sync.Mutex
-	seen [][]time.Time // per group, the last few arrival times
+	mu       sync.Mutex
+	seen     [][]time.Time // per group, the master's last few arrival times
+	newFirst []nodeAdd     // per group, the first advert of another node
 }
 
 // captureAdverts listens in the client namespace (as the lab's Monitor
 // does, for every VRID of s) for adverts from node master.
 func (r *scaleRun) captureAdverts(s *scaleLab, master int, vrids map[int]int) (*advertCapture, error) {
-	c := &advertCapture{seen: make([][]time.Time, len(s.groups))}
+	c := &advertCapture{seen: make([][]time.Time, len(s.groups)), newFirst: make([]nodeAdd, len(s.groups))}
 	err := inNetns(s.lab.ClientNetns(), func() error {
 		pc, err := net.ListenPacket(fmt.Sprintf("ip4:%d", vrrpProto), "0.0.0.0")
 		if err != nil {
@@ -702,13 +717,20 @@ func (r *scaleRun) captureAdverts(s *scaleLab, master int, vrids map[int]int) (*
 				continue
 			}
 			k, ok := vrids[a.vrid]
-			if ip, _ := netip.AddrFromSlice(src.IP); !ok || ip.Unmap() != from {
+			if !ok {
 				continue
 			}
+			ip, _ := netip.AddrFromSlice(src.IP)
+			node := s.lab.NodeByAddr(ip.Unmap())
 			c.mu.Lock()
-			c.seen[k] = append(c.seen[k], at)
-			if len(c.seen[k]) > 8 {
-				c.seen[k] = c.seen[k][1:]
+			switch {
+			case ip.Unmap() == from:
+				c.seen[k] = append(c.seen[k], at)
+				if len(c.seen[k]) > 8 {
+					c.seen[k] = c.seen[k][1:]
+				}
+			case node > 0 && c.newFirst[k].at.IsZero():
+				c.newFirst[k] = nodeAdd{at: at, node: node}
 			}
 			c.mu.Unlock()
 		}
@@ -729,6 +751,14 @@ func (c *advertCapture) before(t time.Time) []time.Time {
 		}
 	}
 	return out
+}
+
+// firstOthers is each group's first advert from a node other than the
+// master (zero: none).
+func (c *advertCapture) firstOthers() []nodeAdd {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.newFirst)
 }
 
 func (c *advertCapture) close() {

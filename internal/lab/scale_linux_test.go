@@ -63,7 +63,10 @@ func TestScaleShort(t *testing.T) {
 	if f.Error != "" || f.TakenOver != groups || len(f.ExcessMS) != groups {
 		t.Fatalf("failover: %+v", f)
 	}
-	for k, ex := range f.ExcessMS {
+	if len(f.AdvertExcessMS) != groups {
+		t.Errorf("%d groups' first adverts of the new master, want %d", len(f.AdvertExcessMS), groups)
+	}
+	for k, ex := range append(f.ExcessMS, f.AdvertExcessMS...) {
 		// A takeover before the bound would break RFC 5798 §6.4.2; a few
 		// ms of slack cover the stamps of two namespaces.
 		if ex < -5 {

@@ -271,7 +271,7 @@ func TestScaleTable(t *testing.T) {
 			{Daemon: "keepalived", IntervalMS: 1000, Groups: 16, Error: "lab: no keepalived"},
 		},
 		Failovers: []FailoverResult{
-			{Daemon: "vipd", IntervalMS: 1000, Groups: 16, TakenOver: 16, ExcessMS: []float64{3, 1, 2}, LastMS: 2900},
+			{Daemon: "vipd", IntervalMS: 1000, Groups: 16, TakenOver: 16, ExcessMS: []float64{3, 1, 2}, LastMS: 2900, AdvertExcessMS: []float64{0.25, 0.5, 4}},
 			{Daemon: "keepalived", IntervalMS: 1000, Groups: 16, TakenOver: 15, ExcessMS: []float64{0.5}, LastMS: 2800, Error: "1 of 16 groups not taken over"},
 		},
 		Trials: []TrialResult{
@@ -316,6 +316,9 @@ func TestScaleTable(t *testing.T) {
 		if !strings.Contains(got, "1.000 / 2.000 / 3.000 (16 of 16)") || !strings.Contains(got, "0.500 / 0.500 / 0.500 (15 of 16) FAILED") {
 			t.Errorf("failover row = %q", got)
 		}
+	}
+	if f := line("  new master's first advert - MDI"); len(f) > 0 && strings.Join(f, " ") != "min/median/max ms 0.250 / 0.500 / 4.000 (3) - -" {
+		t.Errorf("advert row = %q", f)
 	}
 	// Only cut trials count: vipd median 4 of 3 and 5.
 	if f := line("takeover - bound (cut), 1 group @1s"); len(f) > 0 && (f[1] != "4.000" || f[len(f)-1] != "8.00") {
