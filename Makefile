@@ -31,11 +31,16 @@ demo: deps build
 # Failover benchmark, vipd beside keepalived in the same run (results/),
 # then the chaos suite (issue 11): faults, both daemons per scenario
 # (results/chaos.json, chaos.txt). CHAOSFLAGS=--quick for the short windows.
+# Then the scale run (issue 16): steady CPU, RSS and wake-ups per interval,
+# 1..255 groups, a 255-group failover, background ARP; it reuses the bench's
+# cut trials (results/scale.json, scale.txt). SCALEFLAGS=--quick: ~2 minutes.
 CHAOSFLAGS ?=
+SCALEFLAGS ?=
 bench: deps build
 	bin/vipd-lab bench --vipd bin/vipd --out results
 	$(GO) test -run '^$$' -bench . -benchmem ./vrrp/
 	bin/vipd-lab chaos --vipd bin/vipd --out results $(CHAOSFLAGS)
+	bin/vipd-lab scale --vipd bin/vipd --bench results/bench.json --out results $(SCALEFLAGS)
 
 # The tiers that need no root (pure and fakes), run again under the race
 # detector: they hold the election's concurrency.

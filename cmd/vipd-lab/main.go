@@ -22,6 +22,7 @@ Usage:
                  [--daemons vipd,keepalived] [--steady 60s] [--out results] [-v]
   vipd-lab chaos [--vipd PATH] [--scenario NAME,...] [--daemons vipd,keepalived]
                  [--quick | --scale F] [--out results] [--list] [-v]
+  vipd-lab scale [--vipd PATH] [--quick] [--groups 1,16,64,255] [--intervals 1s,100ms,10ms] [--daemons vipd,keepalived] [--window 60s] [--bench FILE] [--out results]
   vipd-lab clean   removes what labs of dead (e.g. SIGKILLed) vipd-lab runs left behind
 
 All need root. Everything the lab makes (namespaces, bridge, veths, daemons,
@@ -56,6 +57,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runBench(ctx, args[1:], stdout, stderr)
 	case "chaos":
 		err = runChaos(ctx, args[1:], stdout, stderr)
+	case "scale":
+		err = runScale(ctx, args[1:], stdout, stderr)
 	case "clean":
 		err = runClean(stdout)
 	default:
