@@ -132,21 +132,21 @@ func TestCloseRemovesEverything(t *testing.T) {
 	}
 }
 
-// vipdBinary finds a vipd to test: $VIPD_BIN, or a build of ../cmd/vipd when
-// that package exists. "" means keepalived only.
+// vipdBinary finds a vipd to test: $VIPD_BIN, or a build of ../../cmd/vipd
+// when that package exists. "" means keepalived only.
 func vipdBinary(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("VIPD_BIN"); p != "" {
 		return p
 	}
-	if _, err := os.Stat(filepath.Join("..", "cmd", "vipd", "main.go")); err != nil {
-		t.Log("no ../cmd/vipd and no VIPD_BIN: testing keepalived only")
+	if _, err := os.Stat(filepath.Join("..", "..", "cmd", "vipd", "main.go")); err != nil {
+		t.Log("no ../../cmd/vipd and no VIPD_BIN: testing keepalived only")
 		return ""
 	}
 	bin := filepath.Join(t.TempDir(), "vipd")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/vipd").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/vipd").CombinedOutput()
 	if err != nil {
-		t.Fatalf("go build ../cmd/vipd: %v\n%s", err, out)
+		t.Fatalf("go build ../../cmd/vipd: %v\n%s", err, out)
 	}
 	return bin
 }
@@ -176,7 +176,7 @@ func TestBenchShort(t *testing.T) {
 		t.Log("keepalived is not installed (apt-get install keepalived): not measured")
 	}
 	if len(cfg.Daemons) == 0 {
-		t.Skip("neither vipd (VIPD_BIN or ../cmd/vipd) nor keepalived (apt-get install keepalived) to run")
+		t.Skip("neither vipd (VIPD_BIN or ../../cmd/vipd) nor keepalived (apt-get install keepalived) to run")
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
