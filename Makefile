@@ -34,6 +34,7 @@ demo: deps build
 CHAOSFLAGS ?=
 bench: deps build
 	bin/vipd-lab bench --vipd bin/vipd --out results
+	bin/vipd-lab bgp-bench --vipd bin/vipd --out results
 	$(GO) test -run '^$$' -bench . -benchmem ./vrrp/
 	bin/vipd-lab chaos --vipd bin/vipd --out results $(CHAOSFLAGS)
 
