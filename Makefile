@@ -38,6 +38,7 @@ CHAOSFLAGS ?=
 SCALEFLAGS ?=
 bench: deps build
 	bin/vipd-lab bench --vipd bin/vipd --out results
+	bin/vipd-lab bgp-bench --vipd bin/vipd --out results
 	$(GO) test -run '^$$' -bench . -benchmem ./vrrp/
 	bin/vipd-lab chaos --vipd bin/vipd --out results $(CHAOSFLAGS)
 	bin/vipd-lab scale --vipd bin/vipd --bench results/bench.json --out results $(SCALEFLAGS)

@@ -47,6 +47,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	interval := fs.Duration("interval", 0, "advert interval, overriding the config")
 	keep := fs.Bool("keep-logs", false, "keep the daemons' logs and configs after the demo")
 	dualStack := fs.Bool("dual-stack", true, "with vipd, then run the group dual-stack (an IPv6 VIP following the IPv4 one) through a cut and a graceful stop")
+	routed := fs.Bool("routed", true, "with vipd, then run the routed scene: three hosts in announce = \"bgp\" behind FRR's bgpd, a graceful stop of the Master")
 	verbose := fs.Bool("v", false, "debug logging from the lab")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
@@ -141,11 +142,19 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintln(stdout)
 	tl.now("stopping the daemons (backups first, so nothing moves)")
-	if err := grp.Close(); err != nil || !*dualStack || kind != lab.Vipd {
+	if err := grp.Close(); err != nil || kind != lab.Vipd {
 		return err
 	}
 	closeLab()
-	return runDualStackScene(ctx, cfg, *vipd, tl, stdout, stderr, *verbose, *keep)
+	if *dualStack {
+		if err := runDualStackScene(ctx, cfg, *vipd, tl, stdout, stderr, *verbose, *keep); err != nil {
+			return err
+		}
+	}
+	if !*routed {
+		return nil
+	}
+	return runRoutedScene(ctx, *vipd, tl, stdout, stderr, *verbose, *keep)
 }
 
 // showClient probes the VIP for a second to show the client reaching it.

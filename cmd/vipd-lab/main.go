@@ -17,12 +17,14 @@ import (
 const usage = `vipd-lab builds a LAN in network namespaces and measures VIP failover.
 
 Usage:
-  vipd-lab demo  [--vipd PATH] [--daemon vipd|keepalived] [--config FILE] [--interval D] [-v]
+  vipd-lab demo  [--vipd PATH] [--daemon vipd|keepalived] [--config FILE] [--interval D]
+                 [--dual-stack=false] [--routed=false] [-v]
   vipd-lab bench [--vipd PATH] [--trials 10] [--intervals 1s,100ms,10ms] [--modes cut,kill,graceful]
                  [--daemons vipd,keepalived] [--steady 60s] [--out results] [-v]
   vipd-lab chaos [--vipd PATH] [--scenario NAME,...] [--daemons vipd,keepalived]
                  [--quick | --scale F] [--out results] [--list] [-v]
   vipd-lab scale [--vipd PATH] [--quick] [--groups 1,16,64,255] [--intervals 1s,100ms,10ms] [--daemons vipd,keepalived] [--window 60s] [--bench FILE] [--out results]
+  vipd-lab bgp-bench [--vipd PATH] [--trials 3] [--faults graceful,link,silent] [--out results] [-v]
   vipd-lab clean   removes what labs of dead (e.g. SIGKILLed) vipd-lab runs left behind
 
 All need root. Everything the lab makes (namespaces, bridge, veths, daemons,
@@ -59,6 +61,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runChaos(ctx, args[1:], stdout, stderr)
 	case "scale":
 		err = runScale(ctx, args[1:], stdout, stderr)
+	case "bgp-bench":
+		err = runBGPBench(ctx, args[1:], stdout, stderr)
 	case "clean":
 		err = runClean(stdout)
 	default:

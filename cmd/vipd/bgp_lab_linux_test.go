@@ -78,7 +78,10 @@ keepalive_interval = "1s"
 	}
 	cmd := exec.Command("ip", "netns", "exec", l.HostNS(i), vipdBinary, "run", "--config", path)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// No Pdeathsig: it fires when the OS thread that started the child
+	// ends, and the lab's namespace switches end threads. The cleanup
+	// stops the daemon.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
