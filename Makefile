@@ -39,7 +39,7 @@ SCALEFLAGS ?=
 bench: deps build
 	bin/vipd-lab bench --vipd bin/vipd --out results
 	bin/vipd-lab bgp-bench --vipd bin/vipd --out results
-	$(GO) test -run '^$$' -bench . -benchmem ./vrrp/
+	$(GO) test -run '^$$' -bench . -benchmem ./vrrp/ ./daemon/ ./arp/ ./announce/
 	bin/vipd-lab chaos --vipd bin/vipd --out results $(CHAOSFLAGS)
 	bin/vipd-lab scale --vipd bin/vipd --bench results/bench.json --out results $(SCALEFLAGS)
 
