@@ -133,8 +133,16 @@ func TestFRRAnnounceGracefulShutdownWithdraw(t *testing.T) {
 	if _, err := l.WaitRoute(t.Context(), vip, routeWait, func(_ lab.Route, ok bool) bool { return !ok }); err != nil {
 		t.Fatal(err)
 	}
-	if nhs, err := l.KernelNextHops(vip); err != nil || len(nhs) != 0 {
-		t.Errorf("router's kernel still routes %s via %v (%v)", vip, nhs, err)
+	// zebra updates the kernel after bgpd's table: wait for it.
+	var nhs []netip.Addr
+	var kerr error
+	for deadline := time.Now().Add(routeWait); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if nhs, kerr = l.KernelNextHops(vip); kerr == nil && len(nhs) == 0 {
+			break
+		}
+	}
+	if kerr != nil || len(nhs) != 0 {
+		t.Errorf("router's kernel still routes %s via %v (%v)", vip, nhs, kerr)
 	}
 	if st := sp.peers(); !st.Established || st.Peers[0].PrefixesSent != 0 {
 		t.Errorf("after withdraw: %+v, want the session up with 0 prefixes", st)
