@@ -166,6 +166,15 @@ func newInstance(ic config.Instance, pools pools, stateDir string, log *slog.Log
 		drained: in.drained, drainNote: in.drainNote, state: vrrp.StateInitialize,
 	}
 	in.pub.priority = in.effectivePriority()
+	if !in.anycastMode {
+		// Status tells from the first request what the instance waits for,
+		// before its goroutine has looked.
+		if _, err := env.Links.Link(ic.Interface); err != nil {
+			in.pub.waiting = waitReason(ic, err)
+		} else if _, err := in.source(ic); err != nil {
+			in.pub.waiting = waitReason(ic, err)
+		}
+	}
 	return in
 }
 

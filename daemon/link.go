@@ -62,12 +62,8 @@ func (in *instance) waitLink(ctx context.Context) (*net.Interface, bool, error) 
 			return nil, false, fmt.Errorf("interface %s: %w", in.cfg.Interface, err)
 		}
 		if !logged {
-			what := "waiting for the interface and its IPv4 address"
-			if in.cfg.IPv6() {
-				what = "waiting for the interface and its IPv6 link-local address to leave the tentative state"
-			}
-			in.log.Warn(what, "reason", err)
-			in.setWaiting(what + ": " + err.Error())
+			in.log.Warn(waitWhat(in.cfg), "reason", err)
+			in.setWaiting(waitReason(in.cfg, err))
 			logged = true
 		}
 		t := time.NewTimer(waitRetry)
@@ -167,3 +163,13 @@ func (in *instance) setWaiting(what string) {
 	in.pub.waiting = what
 	in.pubMu.Unlock()
 }
+
+func waitWhat(ic config.Instance) string {
+	if ic.IPv6() {
+		return "waiting for the interface and its IPv6 link-local address to leave the tentative state"
+	}
+	return "waiting for the interface and its IPv4 address"
+}
+
+// waitReason is what status says an instance waits for.
+func waitReason(ic config.Instance, err error) string { return waitWhat(ic) + ": " + err.Error() }
