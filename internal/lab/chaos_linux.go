@@ -272,6 +272,30 @@ func StarveScenario(interval, d time.Duration) Scenario {
 	}
 }
 
+// MoonshotScenario is issue 11's moonshot: 10 ms adverts (a failover of
+// about 40 ms) for d with every core busy (stress-ng) and 1 % of the
+// adverts lost towards each node; the goal is no false move at all.
+func MoonshotScenario(d time.Duration) Scenario {
+	interval := 10 * time.Millisecond
+	starve := StarveScenario(interval, d)
+	return Scenario{
+		Name:     "moonshot",
+		Summary:  fmt.Sprintf("10 ms adverts, every core busy (stress-ng --cpu %d) and 1%% of the adverts lost towards each node, for %v", runtime.NumCPU(), d),
+		Interval: interval,
+		inject: func(ctx context.Context, r *chaosRun) error {
+			defer r.heal()
+			for i := 1; i <= r.lab.Nodes(); i++ {
+				if err := r.filter.LossTowards(ctx, i, 1); err != nil {
+					return err
+				}
+			}
+			err := starve.inject(ctx, r)
+			r.noteDropped(ctx)
+			return err
+		},
+	}
+}
+
 // PauseScenario freezes every daemon for a random 20–80 ms every 500 ms,
 // each on its own schedule, for d: a hypervisor stealing time.
 func PauseScenario(interval, d time.Duration) Scenario {
@@ -445,6 +469,7 @@ func Scenarios(scale float64) []Scenario {
 		RestartBackupsScenario(ms100, 2*s, 5),
 		VIPDeletedScenario(ms100, 2*s, 3),
 		ARPClaimScenario(ms100, s, 3),
+		MoonshotScenario(sc(10*time.Minute, 30*s)),
 	}
 }
 
