@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -100,12 +99,9 @@ func startFRR(t *testing.T, c *cluster, i, prio int) *frrPeer {
 			t.Skipf("skipping: FRR is not installed (apt-get install frr; .ci/run does): %v", err)
 		}
 	}
-	u, err := user.Lookup("frr")
-	if err != nil {
+	if _, err := user.Lookup("frr"); err != nil {
 		t.Skipf("skipping: no frr user: %v", err)
 	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
 	ns := c.l.NodeNS(i)
 	run := func(args ...string) {
 		t.Helper()
@@ -120,63 +116,9 @@ func startFRR(t *testing.T, c *cluster, i, prio int) *frrPeer {
 	run("ip", "-n", ns, "link", "set", "vrrp4-51", "address", vmac)
 	run("ip", "-n", ns, "addr", "add", c.group.VIP.String(), "dev", "vrrp4-51")
 	run("ip", "-n", ns, "link", "set", "vrrp4-51", "up")
-
-	// The daemons drop to user frr: their directory and its parents must be
-	// reachable by it.
-	dir, err := os.MkdirTemp("", "vipd-frr-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	conf := fmt.Sprintf("interface eth0\n vrrp %d version 3\n vrrp %d priority %d\n vrrp %d advertisement-interval %d\n vrrp %d ip %s\n",
 		c.group.VRID, c.group.VRID, prio, c.group.VRID, c.group.Interval.Milliseconds(), c.group.VRID, c.group.VIP.Addr())
-	for name, body := range map[string]string{"zebra.conf": "hostname " + lab.NodeName(i) + "\n", "vrrpd.conf": conf} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Chown(dir, uid, gid); err != nil {
-		t.Fatal(err)
-	}
-	p := &frrPeer{dir: dir, done: map[*exec.Cmd]chan struct{}{}}
-	start := func(daemon string) *exec.Cmd {
-		cmd := exec.Command("ip", "netns", "exec", ns, filepath.Join(frrBin, daemon), "-P", "0",
-			"-z", filepath.Join(dir, "zserv.api"), "--vty_socket", dir,
-			"-f", filepath.Join(dir, daemon+".conf"), "-i", filepath.Join(dir, daemon+".pid"),
-			"--log", "file:"+filepath.Join(dir, daemon+".log"))
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start %s: %v", daemon, err)
-		}
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		p.done[cmd] = done
-		return cmd
-	}
-	p.zebra = start("zebra")
-	t.Cleanup(func() {
-		if t.Failed() {
-			b, _ := os.ReadFile(filepath.Join(dir, "vrrpd.log"))
-			t.Logf("--- FRR vrrpd log on n%d ---\n%s", i, b)
-		}
-		p.stop(p.vrrpd)
-		p.stop(p.zebra)
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "zserv.api")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("zebra did not create its socket")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	p.vrrpd = start("vrrpd")
-	return p
+	return startFRRConf(t, c, i, conf)
 }
 
 // stop ends an FRR daemon with SIGTERM (vrrpd then sends priority 0).
