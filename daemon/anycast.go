@@ -23,12 +23,20 @@ func (in *instance) runAnycast(ctx context.Context) error {
 	}
 	in.holder.take()
 	in.markReady()
+	in.drainT = stoppedTimer()
+	defer in.drainT.Stop()
 	in.evaluateAnycast("started")
 	for {
 		select {
 		case <-ctx.Done():
 			in.stopAnycast()
 			return nil
+		case <-in.drainT.C:
+			// Still unhealthy after the drain: the routers have moved the
+			// flows to the other hosts; now the route goes.
+			if in.anycastFault != "" {
+				in.routes.withdraw(in.anycastFault)
+			}
 		case cmd := <-in.cmds:
 			cmd()
 		case st := <-in.trackerChanges:
@@ -59,14 +67,21 @@ func (in *instance) evaluateAnycast(cause string) {
 	from := in.pub.state
 	in.pub.priority = prio
 	in.pubMu.Unlock()
-	switch want {
-	case vrrp.StateMaster:
+	in.anycastFault = fault
+	switch {
+	case want == vrrp.StateMaster:
+		in.drainT.Stop()
 		for _, v := range in.cfg.VIPs {
 			if err := in.routes.Announce(v.Addr()); err != nil {
 				in.log.Warn("announcing the route failed", "vip", v, "error", err)
 			}
 		}
-	default:
+	case len(in.routes.routes()) > 0 && !in.routes.draining() && in.cfg.BGP.GracefulShutdownTime > 0:
+		// GRACEFUL_SHUTDOWN first: the routers move the flows to the
+		// other hosts before the route goes (drainT).
+		in.routes.shutdown()
+		in.drainT.Reset(in.cfg.BGP.GracefulShutdownTime)
+	case !in.routes.draining():
 		in.routes.withdraw(fault)
 	}
 	if from == want {

@@ -166,6 +166,15 @@ func (in *instance) heldChanged(held bool, vips []netip.Prefix) {
 }
 
 func (in *instance) transition(tr vrrp.Transition) {
+	if in.routes != nil && !in.anycastMode {
+		// In the BGP election mode the state says what the routers hear.
+		switch {
+		case tr.To == vrrp.StateMaster:
+			tr.Cause += "; route announced"
+		case tr.From == vrrp.StateMaster:
+			tr.Cause += "; route withdrawn"
+		}
+	}
 	in.counters.transitions.Add(1)
 	in.pubMu.Lock()
 	in.pub.last = tr

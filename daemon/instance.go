@@ -94,11 +94,15 @@ type instance struct {
 	timers     [4]*time.Timer // by vrrp.Timer
 	dueAt      [4]time.Time   // when a precise timer is really due
 	policyT    *time.Timer
-	reopen     bool          // a reload changed the transport
-	handover   bool          // the machine's next release is a planned move
-	leaderPrio uint8         // a follower's leader's effective priority; 0 unknown
-	rx         *received     // the advert whose actions run now
-	late       time.Duration // how late the timer whose actions run now fired
+	reopen     bool  // a reload changed the transport
+	handover   bool  // the machine's next release is a planned move
+	leaderPrio uint8 // a follower's leader's effective priority; 0 unknown
+	// bgp-anycast: why the route is withdrawn ("" while healthy), and the
+	// graceful-shutdown drain before the withdraw.
+	anycastFault string
+	drainT       *time.Timer
+	rx           *received     // the advert whose actions run now
+	late         time.Duration // how late the timer whose actions run now fired
 
 	// collision is the latest VRID collision in words (dropMu).
 	collision   string

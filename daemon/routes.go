@@ -79,6 +79,7 @@ type routeAnnouncer struct {
 
 	mu        sync.Mutex
 	announced map[netip.Prefix]bool
+	shut      bool // announced with GRACEFUL_SHUTDOWN, awaiting the withdraw
 }
 
 func newRouteAnnouncer(s RouteSpeaker, ib config.InstanceBGP, log *slog.Logger) *routeAnnouncer {
@@ -91,7 +92,7 @@ func hostRoute(vip netip.Addr) netip.Prefix { return netip.PrefixFrom(vip, vip.B
 func (r *routeAnnouncer) Announce(vip netip.Addr) error {
 	p := hostRoute(vip)
 	r.mu.Lock()
-	done := r.announced[p]
+	done := r.announced[p] && !r.shut
 	r.mu.Unlock()
 	if done {
 		return nil
@@ -103,6 +104,7 @@ func (r *routeAnnouncer) Announce(vip netip.Addr) error {
 	}
 	r.mu.Lock()
 	r.announced[p] = true
+	r.shut = false
 	r.mu.Unlock()
 	r.log.Info("route announced", "vip", p)
 	return nil
@@ -118,6 +120,7 @@ func (r *routeAnnouncer) Close() error { return nil }
 func (r *routeAnnouncer) shutdown() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.shut = true
 	for p := range r.announced {
 		ctx, cancel := context.WithTimeout(context.Background(), bgpTimeout)
 		if err := r.speaker.GracefulShutdown(ctx, p); err != nil {
@@ -143,6 +146,14 @@ func (r *routeAnnouncer) withdraw(cause string) {
 		cancel()
 		delete(r.announced, p)
 	}
+	r.shut = false
+}
+
+// draining reports whether the routes are announced with GRACEFUL_SHUTDOWN.
+func (r *routeAnnouncer) draining() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.shut && len(r.announced) > 0
 }
 
 // routes lists the announced routes, for status.

@@ -140,6 +140,12 @@ func TestBGPElectionOnlyTheMasterAnnounces(t *testing.T) {
 		if !s2.announced(testVIP) {
 			t.Error("n2 does not announce after taking over")
 		}
+		if c := n2.d.Snapshot()[0].LastChange.Cause; !strings.Contains(c, "route announced") {
+			t.Errorf("n2's history does not name the announcement: %q", c)
+		}
+		if c := n1.d.Snapshot()[0].LastChange.Cause; !strings.Contains(c, "route withdrawn") {
+			t.Errorf("n1's history does not name the withdraw: %q", c)
+		}
 		n1.host.setCarrier(true)
 		time.Sleep(10 * time.Second)
 		if !s1.announced(testVIP) || s2.announced(testVIP) {
@@ -180,24 +186,36 @@ func TestBGPAnycastFollowsHealth(t *testing.T) {
 		if st := n1.d.Snapshot()[0]; st.State != vrrp.StateMaster {
 			t.Errorf("n1 state %v while announcing", st.State)
 		}
-		// The check fails (both hosts' trackers read the same file here):
-		// each withdraws its route after fall checks.
+		// The check fails (both hosts' trackers read the same file here,
+		// so every host fails: no host announces, as documented): after
+		// fall checks each announces GRACEFUL_SHUTDOWN, and withdraws once
+		// graceful_shutdown_time has let the routers move the flows.
+		mark := len(s1.events())
 		if err := os.WriteFile(sick, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(3 * time.Second)
+		time.Sleep(4 * time.Second)
+		if ev := strings.Join(s1.events()[mark:], "; "); !strings.HasPrefix(ev, "gshut ") || !strings.Contains(ev, "withdraw ") {
+			t.Errorf("a failing tracker: events %q; want GRACEFUL_SHUTDOWN, then the withdraw", ev)
+		}
 		st := n1.d.Snapshot()[0]
 		if s1.announced(testVIP) || st.State != vrrp.StateFault || !strings.Contains(st.LastChange.Cause, "withdrawn") {
 			t.Errorf("a failing tracker: announced %v, state %v (%q)", s1.announced(testVIP), st.State, st.LastChange.Cause)
 		}
+		if s2.announced(testVIP) {
+			t.Error("every host fails, yet n2 still announces")
+		}
 		os.Remove(sick)
 		time.Sleep(3 * time.Second)
+		if !s2.announced(testVIP) {
+			t.Error("n2 does not announce again after recovery")
+		}
 		if !s1.announced(testVIP) || n1.d.Snapshot()[0].State != vrrp.StateMaster {
 			t.Errorf("after recovery: announced %v, state %v", s1.announced(testVIP), n1.d.Snapshot()[0].State)
 		}
 		// A graceful stop: GRACEFUL_SHUTDOWN for the drain time, then the
 		// withdraw, then the address.
-		mark := len(s1.events())
+		mark = len(s1.events())
 		n1.cancel()
 		<-n1.done
 		n1.done <- nil
