@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/vipd/vipd/vrrp"
@@ -130,30 +131,15 @@ func (in *instance) stopAnycast() {
 	in.anycastTransition(from, vrrp.StateInitialize, vrrp.ReasonShutdown, "shutting down")
 }
 
-// anycastVIPs applies a reload's address list: new VIPs are held and, while
-// healthy, announced; removed ones are withdrawn and released.
+// anycastVIPs applies a reload's address list (apply has given it to the
+// holder): removed VIPs are withdrawn; new ones, while healthy, announced.
 func (in *instance) anycastVIPs(old []netip.Prefix) {
 	for _, v := range old {
-		if !containsPrefix(in.cfg.VIPs, v) {
-			ctx, cancel := context.WithTimeout(context.Background(), bgpTimeout)
-			in.routes.speaker.Withdraw(ctx, hostRoute(v.Addr()))
-			cancel()
-			in.routes.mu.Lock()
-			delete(in.routes.announced, hostRoute(v.Addr()))
-			in.routes.mu.Unlock()
+		if !slices.Contains(in.cfg.VIPs, v) {
+			in.routes.withdrawRoute(hostRoute(v.Addr()), "removed by a reload")
 		}
 	}
-	in.holder.setVIPs(in.cfg.VIPs)
 	in.evaluateAnycast("configuration reloaded")
-}
-
-func containsPrefix(ps []netip.Prefix, p netip.Prefix) bool {
-	for _, q := range ps {
-		if q == p {
-			return true
-		}
-	}
-	return false
 }
 
 // anycast: a bgp-anycast instance (set at creation, never changed).

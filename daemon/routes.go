@@ -149,6 +149,23 @@ func (r *routeAnnouncer) withdraw(cause string) {
 	r.shut = false
 }
 
+// withdrawRoute withdraws one route, if announced.
+func (r *routeAnnouncer) withdrawRoute(p netip.Prefix, cause string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.announced[p] {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bgpTimeout)
+	defer cancel()
+	if err := r.speaker.Withdraw(ctx, p); err != nil {
+		r.log.Warn("bgp withdraw failed", "vip", p, "error", err)
+		return
+	}
+	delete(r.announced, p)
+	r.log.Info("route withdrawn", "vip", p, "cause", cause)
+}
+
 // draining reports whether the routes are announced with GRACEFUL_SHUTDOWN.
 func (r *routeAnnouncer) draining() bool {
 	r.mu.Lock()
