@@ -233,6 +233,14 @@ func (p *Policy) HandOver(now time.Time, bound time.Duration) {
 	p.due[timerHandover] = now.Add(bound)
 }
 
+// Yield starts a handover to a Master already heard — a higher one that
+// preempted us and takes the addresses after its own grace: they go on its
+// announcement, or after bound (not late: the successor is known).
+func (p *Policy) Yield(now time.Time, bound time.Duration) {
+	p.HandOver(now, bound)
+	p.successorSeen = p.handingOver
+}
+
 // HandingOver reports whether a handover is under way.
 func (p *Policy) HandingOver() bool { return p.handingOver }
 

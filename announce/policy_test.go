@@ -302,3 +302,50 @@ func TestSetConfigRearmsRefresh(t *testing.T) {
 		t.Errorf("after the reload:\n got %s\nwant %s", got, want)
 	}
 }
+
+// A handover keeps the addresses silently until the successor announces
+// them; a yield (the successor already heard) does too, and its bound is
+// not late.
+func TestHandOverAndYield(t *testing.T) {
+	for _, yield := range []bool{false, true} {
+		t.Run(fmt.Sprint("yield ", yield), func(t *testing.T) {
+			p := New(testConfig(), macA)
+			p.TookOver(t0, nil)
+			start := t0.Add(10 * time.Second)
+			if yield {
+				p.Yield(start, 70*time.Millisecond)
+			} else {
+				p.HandOver(start, 70*time.Millisecond)
+			}
+			if !p.HandingOver() {
+				t.Fatal("not handing over")
+			}
+			// The successor's passive answers are expected, not conflicts.
+			if got := kinds(p.Claimed(Claim{Addr: vip, MAC: macB, At: start.Add(time.Millisecond)}, nil)); got != "" {
+				t.Errorf("a passive claim while handing over: %s", got)
+			}
+			if next := p.Next(); !next.Equal(start.Add(70 * time.Millisecond)) {
+				t.Fatalf("next deadline %v after the start, want the bound", next.Sub(start))
+			}
+			got := p.Tick(p.Next(), nil)
+			if len(got) != 1 || got[0].Kind != ActWithdraw || got[0].Late == yield {
+				t.Fatalf("without an announcement: %+v, want a withdraw at the bound, late %v", got, !yield)
+			}
+			if !p.Next().IsZero() || p.HandingOver() || p.Held() {
+				t.Error("the policy still runs after the withdraw")
+			}
+
+			// With the successor's announcement, the addresses go at once.
+			p.TookOver(t0, nil)
+			if yield {
+				p.Yield(start, 70*time.Millisecond)
+			} else {
+				p.HandOver(start, 70*time.Millisecond)
+			}
+			out := p.Claimed(Claim{Addr: vip, MAC: macB, Announcement: true, At: start.Add(20 * time.Millisecond)}, nil)
+			if len(out) != 1 || out[0].Kind != ActWithdraw || out[0].Late {
+				t.Errorf("on the announcement: %+v, want one withdraw, not late", out)
+			}
+		})
+	}
+}

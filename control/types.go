@@ -220,6 +220,7 @@ type Handover struct {
 	PriorityZeroAt time.Time  `json:"priority_zero_at"`
 	SuccessorAt    time.Time  `json:"successor_heard_at,omitzero"`
 	Successor      netip.Addr `json:"successor,omitzero"`
+	SuccessorMAC   string     `json:"successor_mac,omitempty"`
 	RemovedAt      time.Time  `json:"removed_at,omitzero"`
 	// Late: no successor was heard within the bound; the addresses were
 	// removed anyway.

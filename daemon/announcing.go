@@ -101,6 +101,9 @@ func (in *instance) onClaim(c arp.Claim) {
 	if at.IsZero() {
 		at = in.env.Now()
 	}
+	if c.Gratuitous() {
+		in.successorAnnounced(at, c.MAC.String())
+	}
 	in.runPolicy(in.policy.Claimed(announce.Claim{
 		Addr: c.IP, MAC: c.MAC.String(), Announcement: c.Gratuitous(), At: at,
 	}, nil))
@@ -111,6 +114,14 @@ func (in *instance) onClaim(c arp.Claim) {
 // timed out at the same instant to arrive, short against the outage.
 func takeoverGrace(interval time.Duration) time.Duration {
 	return min(interval/50, 3*time.Millisecond)
+}
+
+// preemptGrace is the takeover grace of a preempting Master: the Master it
+// preempts keeps the addresses meanwhile (startYield), so it can wait long
+// enough for an equal Backup on a loaded host, whose preempt delay ended
+// with the same advert, to be heard.
+func preemptGrace(interval time.Duration) time.Duration {
+	return min(interval/5, 20*time.Millisecond)
 }
 
 // rideAdvert runs, at a Master's advert wake-up, the announcement policy's

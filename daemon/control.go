@@ -174,7 +174,7 @@ func (d *Daemon) Drain(ctx context.Context, req control.DrainRequest) (control.D
 			cancel()
 			if done {
 				di.Handover = &control.Handover{PriorityZeroAt: hr.PriorityZeroAt, SuccessorAt: hr.SuccessorAt,
-					Successor: hr.Successor, RemovedAt: hr.RemovedAt, Late: hr.Late}
+					Successor: hr.Successor, SuccessorMAC: hr.SuccessorMAC, RemovedAt: hr.RemovedAt, Late: hr.Late}
 			}
 			if taken {
 				di.TakenOverBy = by.Addr

@@ -22,6 +22,7 @@ func (in *instance) machineConfig(ic config.Instance) vrrp.Config {
 		Primary:             in.primary,
 		SplitBrainRecovery:  ic.SplitBrainRecovery,
 		TakeoverGrace:       takeoverGrace(ic.AdvertInterval),
+		PreemptGrace:        preemptGrace(ic.AdvertInterval),
 		Peers:               ic.UnicastPeers,
 		UnicastMinTTL:       ic.UnicastMinTTL,
 		UnicastMaxTTL:       ic.UnicastMaxTTL,
@@ -71,11 +72,16 @@ func (in *instance) exec(actions []vrrp.Action) {
 		case vrrp.ActSendAdvert:
 			in.sendAdvert(a.Priority)
 		case vrrp.ActTakeAddresses:
+			in.yielding = false
 			in.holder.take()
 			in.runPolicy(in.policy.TookOver(in.env.Now(), nil))
 		case vrrp.ActReleaseAddresses:
 			if in.handover && in.holder.held && !in.policy.HandingOver() {
 				in.startHandover()
+				continue
+			}
+			if a.Peer.IsValid() && in.holder.held && !in.policy.HandingOver() && in.canYield() {
+				in.startYield(a.Peer)
 				continue
 			}
 			if in.policy.HandingOver() {

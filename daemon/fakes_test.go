@@ -24,6 +24,10 @@ type fakeLAN struct {
 	hosts  []*fakeHost   // whose ARP monitors hear each other's announcements
 	// noIPv6: adverts over IPv6 are filtered (a switch that drops them).
 	noIPv6 bool
+	// advertDelay holds every advert back this long (a loaded receiver
+	// whose VRRP socket is read after its ARP socket); set before start.
+	advertDelay time.Duration
+	delayed     []func() // the adverts held back, oldest first
 }
 
 // blocked: the LAN filters adverts from src; l.mu must be held.
@@ -58,6 +62,26 @@ func (l *fakeLAN) listen(src netip.Addr, cut *atomic.Bool, unicast bool) *fakeCo
 // inject delivers a packet as if from src: to the group's members, or to
 // the socket of the destination address.
 func (l *fakeLAN) inject(b []byte, src, dst netip.Addr, ttl int) {
+	if l.advertDelay > 0 {
+		// A wire keeps the order: each timer delivers the oldest packet
+		// held back, whichever of timers due together runs first.
+		b = slices.Clone(b)
+		l.mu.Lock()
+		l.delayed = append(l.delayed, func() { l.deliver(b, src, dst, ttl) })
+		l.mu.Unlock()
+		time.AfterFunc(l.advertDelay, func() {
+			l.mu.Lock()
+			next := l.delayed[0]
+			l.delayed = l.delayed[1:]
+			l.mu.Unlock()
+			next()
+		})
+		return
+	}
+	l.deliver(b, src, dst, ttl)
+}
+
+func (l *fakeLAN) deliver(b []byte, src, dst netip.Addr, ttl int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(b) > 1 {

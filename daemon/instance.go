@@ -96,6 +96,7 @@ type instance struct {
 	policyT    *time.Timer
 	reopen     bool  // a reload changed the transport
 	handover   bool  // the machine's next release is a planned move
+	yielding   bool  // the policy's handover is a yield to a preempting Master
 	leaderPrio uint8 // a follower's leader's effective priority; 0 unknown
 	// bgp-anycast: why the route is withdrawn ("" while healthy), and the
 	// graceful-shutdown drain before the withdraw.

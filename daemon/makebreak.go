@@ -13,10 +13,14 @@ import (
 
 // HandoverReport is the measured gap of the last planned move.
 type HandoverReport struct {
-	PriorityZeroAt time.Time  // when priority 0 was sent
-	SuccessorAt    time.Time  // when the successor's first advert was heard; zero if none
-	Successor      netip.Addr // its address
-	RemovedAt      time.Time  // when our addresses were removed; zero while handing over
+	PriorityZeroAt time.Time // when priority 0 was sent
+	// SuccessorAt: when the successor was first heard, by its advert or
+	// its announcement (a loaded host may read its ARP socket first);
+	// zero if none.
+	SuccessorAt  time.Time
+	Successor    netip.Addr // its address, from its first advert
+	SuccessorMAC string     // the hardware address its announcement came from
+	RemovedAt    time.Time  // when our addresses were removed; zero while handing over
 	// Late: no successor within the bound; the addresses were removed
 	// anyway.
 	Late bool
@@ -44,8 +48,32 @@ func (in *instance) planned(fn func()) {
 	fn()
 }
 
+// A preempted Master yields the same way: the preempting Master waits its
+// preempt grace before it takes the addresses, and the clients keep an
+// owner if we keep them until it announces them (or yieldBound passes).
+// Without a claim monitor we could not hear that announcement, and a
+// route announcer's withdraw is already make-before-break: release at once.
+func (in *instance) canYield() bool {
+	return in.ann != nil && in.ann.monitor != nil && in.routes == nil
+}
+
+// yieldBound is how long a preempted Master keeps its addresses for the
+// preempting one's announcement.
+func yieldBound(interval time.Duration) time.Duration {
+	return preemptGrace(interval) + handoverMargin(interval)
+}
+
+func (in *instance) startYield(to netip.Addr) {
+	in.yielding = true
+	in.policy.Yield(in.env.Now(), yieldBound(in.cfg.AdvertInterval))
+	in.armPolicy()
+	in.log.Debug("preempted: keeping the addresses until the new Master announces them",
+		"master", to, "bound", yieldBound(in.cfg.AdvertInterval))
+}
+
 // startHandover keeps the addresses past the machine's release.
 func (in *instance) startHandover() {
+	in.yielding = false
 	now := in.env.Now()
 	bound := handoverBound(in.cfg.AdvertInterval)
 	if in.routes != nil {
@@ -60,24 +88,51 @@ func (in *instance) startHandover() {
 		"bound", handoverBound(in.cfg.AdvertInterval))
 }
 
-// successorHeard notes the first advert of a new Master while handing over.
+// successorHeard notes the first advert of a new Master while handing over,
+// or just after: when its announcement came first and ended the handover,
+// its advert still names it in the report.
 func (in *instance) successorHeard(src netip.Addr) {
-	if !in.policy.HandingOver() {
-		return
-	}
 	now := in.env.Now()
 	in.pubMu.Lock()
-	if in.pub.handover.SuccessorAt.IsZero() {
-		in.pub.handover.SuccessorAt, in.pub.handover.Successor = now, src
+	h := &in.pub.handover
+	if !h.PriorityZeroAt.IsZero() && !h.Late && !h.Successor.IsValid() {
+		h.Successor = src
+		if h.SuccessorAt.IsZero() {
+			h.SuccessorAt = now
+		}
 	}
 	in.pubMu.Unlock()
-	in.policy.SuccessorHeard(now)
-	in.armPolicy()
+	if in.policy.HandingOver() {
+		in.policy.SuccessorHeard(now)
+		in.armPolicy()
+	}
+}
+
+// successorAnnounced notes the successor's announcement while handing
+// over; it may arrive before the advert.
+func (in *instance) successorAnnounced(at time.Time, mac string) {
+	if !in.policy.HandingOver() || in.yielding {
+		return
+	}
+	in.pubMu.Lock()
+	if in.pub.handover.SuccessorAt.IsZero() {
+		in.pub.handover.SuccessorAt = at
+	}
+	if in.pub.handover.SuccessorMAC == "" {
+		in.pub.handover.SuccessorMAC = mac
+	}
+	in.pubMu.Unlock()
 }
 
 // withdraw ends a handover: the successor has the addresses, or nobody
 // came within the bound.
 func (in *instance) withdraw(late bool) {
+	if in.yielding {
+		in.yielding = false
+		in.holder.release()
+		in.log.Debug("preempted: the new Master has the addresses; ours removed")
+		return
+	}
 	if in.routes != nil {
 		in.routes.withdraw("handed over")
 	}
@@ -92,9 +147,13 @@ func (in *instance) withdraw(late bool) {
 			"bound", handoverBound(in.cfg.AdvertInterval), "vips", in.cfg.VIPs)
 		return
 	}
+	who := []any{"successor", r.Successor}
+	if !r.Successor.IsValid() {
+		who = []any{"successor_mac", r.SuccessorMAC}
+	}
 	in.log.Info("handover done: the successor took over; addresses removed",
-		"successor", r.Successor, "successor_after", r.SuccessorAt.Sub(r.PriorityZeroAt),
-		"both_held_for", now.Sub(r.SuccessorAt))
+		append(who, "successor_after", r.SuccessorAt.Sub(r.PriorityZeroAt),
+			"both_held_for", now.Sub(r.SuccessorAt))...)
 }
 
 func (in *instance) setHandover(r HandoverReport) {

@@ -113,3 +113,66 @@ func TestDrainIsMakeBeforeBreakAndReportsTheGap(t *testing.T) {
 		}
 	})
 }
+
+// The successor's announcement can reach us before its advert (a loaded
+// host reads its ARP socket first): the handover ends on the
+// announcement, and the report still names the successor and when it was
+// first heard.
+func TestDrainReportsTheSuccessorHeardByItsAnnouncementFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lan := &fakeLAN{advertDelay: 5 * time.Millisecond}
+		n1 := startNode(t, lan, "198.51.100.11", testInstance(150))
+		n2 := startNode(t, lan, "198.51.100.12", testInstance(100))
+		time.Sleep(20 * time.Second)
+		res, err := n1.d.Drain(context.Background(), control.DrainRequest{Instance: "k8s-api", Wait: true, Timeout: control.Duration(10 * time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if n1.host.holds(testVIP) || !n2.host.holds(testVIP) {
+			t.Fatalf("after the drain: n1 %v, n2 %v", n1.host.holds(testVIP), n2.host.holds(testVIP))
+		}
+		h := res.Instances[0].Handover
+		if h == nil {
+			t.Fatalf("drain result %+v", res.Instances[0])
+		}
+		if h.Late || h.Successor.String() != "198.51.100.12" || h.SuccessorAt.Before(h.PriorityZeroAt) || h.RemovedAt.Before(h.SuccessorAt) {
+			t.Errorf("handover report %+v", h)
+		}
+		if both := h.RemovedAt.Sub(h.SuccessorAt); both > 10*time.Millisecond {
+			t.Errorf("both held the VIP for %v: %+v", both, h)
+		}
+	})
+}
+
+// A preempted Master keeps the VIP until the preempting one, after its
+// preempt grace, announces it: a preempt costs the clients nothing.
+func TestPreemptedMasterKeepsTheVIPUntilTheNewMasterAnnounces(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lan := &fakeLAN{}
+		n2 := startNode(t, lan, "198.51.100.12", testInstance(100))
+		time.Sleep(10 * time.Second)
+		n1 := startNode(t, lan, "198.51.100.11", testInstance(150))
+		for n1.state() != vrrp.StateMaster {
+			time.Sleep(time.Millisecond)
+		}
+		synctest.Wait()
+		if !n2.host.holds(testVIP) || n1.host.holds(testVIP) {
+			t.Fatalf("in the preempt grace: n1 %v, n2 %v; want n2 only", n1.host.holds(testVIP), n2.host.holds(testVIP))
+		}
+		if n2.state() != vrrp.StateBackup {
+			t.Fatalf("n2 %v in the preempt grace, want BACKUP", n2.state())
+		}
+		time.Sleep(preemptGrace(time.Second) + time.Millisecond)
+		synctest.Wait()
+		if n2.host.holds(testVIP) || !n1.host.holds(testVIP) {
+			t.Fatalf("after the preempt grace: n1 %v, n2 %v; want n1 only", n1.host.holds(testVIP), n2.host.holds(testVIP))
+		}
+		if c := n2.d.Snapshot()[0].Conflicts; c != 0 {
+			t.Errorf("n1's announcement counted as %d conflicts on n2", c)
+		}
+		if r := n2.d.Snapshot()[0].Handover; !r.PriorityZeroAt.IsZero() {
+			t.Errorf("a preempt reported as a planned move: %+v", r)
+		}
+	})
+}

@@ -61,6 +61,11 @@ type Config struct {
 	// addresses (and announcing them) only to drop them again. Zero takes
 	// them at once, as RFC 5798 does.
 	TakeoverGrace time.Duration
+	// PreemptGrace replaces TakeoverGrace for a takeover by preemption.
+	// The Master preempted is up, so nothing is urgent, and Backups of
+	// equal priority whose preempt delays end together need to hear each
+	// other's first advert even on a loaded host. Zero: TakeoverGrace.
+	PreemptGrace time.Duration
 	// Peers are the configured unicast peers (empty in multicast), zones
 	// dropped as for Primary. With
 	// the Master a Backup follows, they are the hosts the machine trusts
@@ -132,6 +137,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("vrrp: negative preempt delay %v", c.PreemptDelay)
 	case c.TakeoverGrace < 0 || c.TakeoverGrace >= c.AdvertInterval:
 		return fmt.Errorf("vrrp: takeover grace %v must be shorter than the advert interval", c.TakeoverGrace)
+	case c.PreemptGrace < 0 || c.PreemptGrace >= c.AdvertInterval:
+		return fmt.Errorf("vrrp: preempt grace %v must be shorter than the advert interval", c.PreemptGrace)
 	case !c.Primary.IsValid():
 		return errors.New("vrrp: no primary address")
 	case len(c.Addresses) == 0 || len(c.Addresses) > 255:
@@ -174,7 +181,9 @@ const (
 	// ActTakeAddresses: add the virtual addresses and announce them
 	// (gratuitous ARP burst).
 	ActTakeAddresses
-	// ActReleaseAddresses: remove the virtual addresses (idempotent).
+	// ActReleaseAddresses: remove the virtual addresses (idempotent). Peer,
+	// when set, is a higher Master we yield to: it takes them itself within
+	// its grace, so the driver may keep them until it announces them.
 	ActReleaseAddresses
 	// ActAnnounce: announce the held addresses again (a new burst).
 	ActAnnounce
@@ -236,7 +245,7 @@ type Action struct {
 	Timer      Timer
 	After      time.Duration
 	Transition Transition
-	Peer       netip.Addr // the advert's source, for the mismatch actions
+	Peer       netip.Addr // the advert's source (mismatch actions, a yield)
 	Detail     string     // the warning in words, for ActDownTimerMismatch
 }
 
@@ -926,6 +935,9 @@ func (m *Machine) enterMaster(out []Action, reason Reason, cause string) []Actio
 	out = m.stop(out, TimerMasterDown)
 	out = m.advertise(out)
 	grace := m.cfg.TakeoverGrace
+	if reason == ReasonPreempt && m.cfg.PreemptGrace > 0 {
+		grace = m.cfg.PreemptGrace
+	}
 	if grace > 0 {
 		out = m.arm(out, TimerTakeover, grace)
 	} else {
@@ -975,7 +987,11 @@ func (m *Machine) enterBackupFrom(out []Action, adv MasterInfo, reason Reason, c
 	}
 	out = m.stop(out, TimerAdvert)
 	out = m.stop(out, TimerTakeover)
-	out = append(out, Action{Kind: ActReleaseAddresses})
+	release := Action{Kind: ActReleaseAddresses}
+	if reason == ReasonHigherMaster && !lostTie {
+		release.Peer = adv.Addr
+	}
+	out = append(out, release)
 	m.masterAdverInterval = m.learnt(adv) // before m.master: we follow no one yet
 	m.master = adv
 	m.lowerMaster = MasterInfo{}
