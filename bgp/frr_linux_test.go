@@ -1,6 +1,7 @@
 package bgp
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -483,5 +485,75 @@ func TestFRRGracefulRestart(t *testing.T) {
 	next.stop()
 	if _, err := l.WaitRoute(t.Context(), vip, 5*time.Second, func(_ lab.Route, ok bool) bool { return !ok }); err != nil {
 		t.Fatalf("route kept after a plain stop: %v", err)
+	}
+}
+
+// TestFRRDownPeerBacksOff: a router that refuses our OPEN is not redialled
+// every 2 s for ever (GoBGP's own pace): each failed attempt pauses the
+// peer longer, and the status says how many failed and when the next is.
+func TestFRRDownPeerBacksOff(t *testing.T) {
+	l := newRouted(t, 1, lab.RouterConfig{Neighbors: lab.HostNeighbors(1, 65099)})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	host, router := lab.RoutedHostAddr(1), lab.RoutedRouterAddr(1)
+	// Our connection attempts: SYNs from the host to the router's port.
+	dump := l.RouterCommand(ctx, "tcpdump", "-i", "any", "-n", "-l", "-tt",
+		fmt.Sprintf("src host %v and dst host %v and dst port 179 and tcp[tcpflags] & (tcp-syn|tcp-ack) == tcp-syn", host, router))
+	out, err := dump.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dump.Start(); err != nil {
+		t.Skipf("skipping: tcpdump: %v", err)
+	}
+	defer func() { cancel(); _ = dump.Wait() }()
+	syns := make(chan time.Time, 64)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			if len(f) == 0 {
+				continue
+			}
+			if sec, err := strconv.ParseFloat(f[0], 64); err == nil {
+				syns <- time.Unix(0, int64(sec*1e9))
+			}
+		}
+	}()
+	time.Sleep(time.Second) // tcpdump listening
+
+	sp := startSpeaker(t, l.HostNS(1), hostConfig(1))
+	var at []time.Time
+	var backingOff PeerStatus
+	deadline := time.After(45 * time.Second)
+	for len(at) < 3 {
+		select {
+		case s := <-syns:
+			at = append(at, s)
+		case <-time.After(500 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("%d connection attempts in 45s: %v", len(at), at)
+		}
+		for _, p := range sp.peers().Peers {
+			if p.Address == router && !p.RetryAt.IsZero() && p.Failures >= 2 {
+				backingOff = p
+			}
+		}
+	}
+	var gaps []time.Duration
+	for i := 1; i < len(at); i++ {
+		gaps = append(gaps, at[i].Sub(at[i-1]).Round(100*time.Millisecond))
+	}
+	t.Logf("gaps between attempts: %v", gaps)
+	for i, g := range gaps {
+		if g < retryDelay(i+1) {
+			t.Errorf("attempt %d came %v after the one before, want at least the pause of %v", i+2, g, retryDelay(i+1))
+		}
+	}
+	if gaps[1] <= gaps[0] {
+		t.Errorf("the gaps do not grow: %v", gaps)
+	}
+	if backingOff.Failures < 2 || backingOff.Up || backingOff.LastError == "" {
+		t.Errorf("status while backing off: %+v", backingOff)
 	}
 }

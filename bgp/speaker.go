@@ -39,6 +39,8 @@ type Speaker struct {
 
 	stMu  sync.Mutex
 	peers map[netip.Addr]*peerState // keyed like cfg.Peers
+	// retryKick wakes superviseRetries when a peer asks for a pause.
+	retryKick chan struct{}
 }
 
 // peerState is what the speaker knows of a session beyond GoBGP's config.
@@ -48,6 +50,12 @@ type peerState struct {
 	password  bool // TCP-MD5 in use: a silent peer may be a password mismatch
 	since     time.Time
 	lastError string
+	// The back-off (backoff.go): consecutive failed attempts, a pause
+	// asked for, and when the paused peer is tried again (zero: not
+	// paused).
+	failures    int
+	pauseWanted bool
+	retryAt     time.Time
 }
 
 // PeerStatus describes one session.
@@ -65,6 +73,11 @@ type PeerStatus struct {
 	// LastError is why the session last went down or could not be opened,
 	// kept after it recovers; "" when nothing failed yet.
 	LastError string
+	// Failures counts the attempts that failed since the session was
+	// last established; RetryAt is when a peer paused after one is tried
+	// again (zero while GoBGP is trying).
+	Failures int
+	RetryAt  time.Time
 }
 
 // New checks cfg and returns a speaker that is not yet running; log
@@ -76,7 +89,8 @@ func New(cfg Config, log *slog.Logger) (*Speaker, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Speaker{log: log, cfg: cloneConfig(cfg), desired: map[netip.Prefix]Attrs{}, peers: map[netip.Addr]*peerState{}}
+	s := &Speaker{log: log, cfg: cloneConfig(cfg), desired: map[netip.Prefix]Attrs{}, peers: map[netip.Addr]*peerState{},
+		retryKick: make(chan struct{}, 1)}
 	for _, p := range cfg.Peers {
 		s.peers[p.Address] = &peerState{password: p.Password != ""}
 	}
@@ -109,11 +123,13 @@ func (s *Speaker) Run(ctx context.Context) error {
 		srv.Serve()
 	}()
 	watchCtx, stopWatch := context.WithCancel(context.Background())
+	var supervised sync.WaitGroup
 	defer func() {
 		s.opMu.Lock()
 		s.srv.Store(nil)
 		s.opMu.Unlock()
 		stopWatch()
+		supervised.Wait() // its calls need the server still serving
 		if s.keepRoutes.Load() {
 			// No NOTIFICATION: routers that negotiated graceful restart
 			// keep the routes for the restart time. Stop then only ends
@@ -130,6 +146,7 @@ func (s *Speaker) Run(ctx context.Context) error {
 				st.since = time.Now()
 			}
 			st.state, st.known = bgp.BGP_FSM_IDLE, false
+			st.failures, st.pauseWanted, st.retryAt = 0, false, time.Time{}
 		}
 		s.stMu.Unlock()
 	}()
@@ -137,6 +154,7 @@ func (s *Speaker) Run(ctx context.Context) error {
 	if err := s.start(ctx, srv, watchCtx); err != nil {
 		return err
 	}
+	supervised.Go(func() { s.superviseRetries(watchCtx, srv) })
 	<-ctx.Done()
 	return nil
 }
@@ -503,6 +521,7 @@ func (s *Speaker) Peers() []PeerStatus {
 		ps := PeerStatus{Address: p.Address, ASN: p.ASN, State: "stopped"}
 		if st, ok := s.peers[p.Address]; ok {
 			ps.Since, ps.LastError = st.since, st.lastError
+			ps.Failures, ps.RetryAt = st.failures, st.retryAt
 			if running {
 				ps.State = stateName(st.state)
 				ps.Up = st.known && st.state == bgp.BGP_FSM_ESTABLISHED
@@ -541,6 +560,14 @@ func (s *Speaker) peerEvent(ev *apiutil.WatchEventMessage_PeerEvent, at time.Tim
 	}
 	if failed {
 		st.lastError = reason
+	}
+	switch {
+	case up:
+		st.failures, st.pauseWanted, st.retryAt = 0, false, time.Time{}
+	case failed && !wasUp:
+		// An attempt that never reached Established; a session that
+		// was up is redialled at once.
+		s.attemptFailed(st)
 	}
 	s.stMu.Unlock()
 
@@ -585,9 +612,12 @@ func (s *Speaker) failedOutsideSession(peer, what string) {
 	if changed {
 		st.lastError = what
 	}
+	if ok && st.state != bgp.BGP_FSM_ESTABLISHED {
+		s.attemptFailed(st)
+	}
 	s.stMu.Unlock()
 	if changed {
-		s.log.Warn("bgp peer session failed, retrying", "peer", a, "every", connectRetry, "reason", what)
+		s.log.Warn("bgp peer session failed, retrying with back-off", "peer", a, "reason", what)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +70,14 @@ func TestRenderDaemon(t *testing.T) {
 	RenderDaemon(&b, DaemonInfo{Version: "dev"}, testNow)
 	if b.String() != "running vipd dev\n" {
 		t.Errorf("bare info: %q", b.String())
+	}
+	b.Reset()
+	RenderDaemon(&b, DaemonInfo{Version: "dev", BGPPeers: []BGPPeer{{
+		Address: netip.MustParseAddr("198.51.100.1"), ASN: 65000, State: "idle",
+		LastError: "connect: connection refused", Failures: 3, RetryAt: testNow.Add(19600 * time.Millisecond),
+	}}}, testNow)
+	if want := "bgp peer 198.51.100.1 AS65000 idle, 0 prefixes sent; last error: connect: connection refused; 3 failed attempts, next in 20s\n"; !strings.HasSuffix(b.String(), want) {
+		t.Errorf("a peer backing off:\n%s\nwant the line %q", b.String(), want)
 	}
 }
 

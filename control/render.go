@@ -80,6 +80,12 @@ func RenderDaemon(w io.Writer, d DaemonInfo, now time.Time) {
 		if p.LastError != "" {
 			line += "; last error: " + p.LastError
 		}
+		if !p.Up && p.Failures > 0 {
+			line += fmt.Sprintf("; %d failed attempts", p.Failures)
+			if !p.RetryAt.IsZero() {
+				line += fmt.Sprintf(", next in %v", max(p.RetryAt.Sub(now), 0).Round(time.Second))
+			}
+		}
 		fmt.Fprintln(w, line)
 	}
 }

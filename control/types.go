@@ -46,6 +46,10 @@ type BGPPeer struct {
 	Since        time.Time  `json:"since,omitzero"`
 	PrefixesSent int        `json:"prefixes_sent"`
 	LastError    string     `json:"last_error,omitempty"`
+	// Failures counts the attempts that failed since the session was last
+	// up; RetryAt is when a peer paused after one is tried again.
+	Failures int       `json:"failed_attempts,omitempty"`
+	RetryAt  time.Time `json:"retry_at,omitzero"`
 }
 
 // InstanceStatus is a snapshot of one virtual router on this host.

@@ -280,7 +280,7 @@ func (d *Daemon) ControlBGPPeers() []control.BGPPeer {
 	var out []control.BGPPeer
 	for _, p := range d.BGPPeers() {
 		out = append(out, control.BGPPeer{Address: p.Address, ASN: p.ASN, State: p.State, Up: p.Up, Since: p.Since,
-			PrefixesSent: p.PrefixesSent, LastError: p.LastError})
+			PrefixesSent: p.PrefixesSent, LastError: p.LastError, Failures: p.Failures, RetryAt: p.RetryAt})
 	}
 	return out
 }

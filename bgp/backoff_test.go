@@ -1,0 +1,66 @@
+package bgp
+
+import (
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
+)
+
+func TestRetryDelayGrowsToItsCap(t *testing.T) {
+	var got []time.Duration
+	for n := 1; n <= 6; n++ {
+		got = append(got, retryDelay(n))
+	}
+	want := []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second, 30 * time.Second, 30 * time.Second, 30 * time.Second}
+	if !slices.Equal(got, want) {
+		t.Errorf("delays %v, want %v", got, want)
+	}
+}
+
+// Each failed attempt pauses the peer a little longer; a failure reported
+// twice (log line and state change) or while paused counts once; a session
+// that comes up starts the count again.
+func TestBackoffPausesAndResumes(t *testing.T) {
+	s, _ := newTestSpeaker(t, validConfig())
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	refused := "connect: dial tcp 198.51.100.1:179: connect: connection refused"
+
+	now := t0
+	for i, want := range []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second, 30 * time.Second} {
+		s.failedOutsideSession(routerA.String(), refused)
+		s.peerEvent(peerEvent(routerA, bgp.BGP_FSM_IDLE, api.PeerState_DISCONNECT_REASON_NOTIFICATION_RECEIVED, "notification-received"), now)
+		pause, resume, next := s.retryWork(now)
+		if !slices.Equal(pause, []netip.Addr{routerA}) || len(resume) != 0 || next.Sub(now) != want {
+			t.Fatalf("failure %d: pause %v resume %v next %v; want a pause of %v", i+1, pause, resume, next.Sub(now), want)
+		}
+		// Failures while paused (the router dialling us) do not count.
+		s.failedOutsideSession(routerA.String(), refused)
+		if p, _, _ := s.retryWork(now.Add(time.Second)); len(p) != 0 {
+			t.Fatalf("failure %d: paused again while paused", i+1)
+		}
+		if ps := s.Peers()[0]; ps.Failures != i+1 || !ps.RetryAt.Equal(next) {
+			t.Errorf("failure %d: Peers() = %+v", i+1, ps)
+		}
+		now = next
+		if _, resume, _ := s.retryWork(now); !slices.Equal(resume, []netip.Addr{routerA}) {
+			t.Fatalf("failure %d: not resumed at %v", i+1, now)
+		}
+	}
+	s.peerEvent(peerEvent(routerA, bgp.BGP_FSM_ESTABLISHED, api.PeerState_DISCONNECT_REASON_UNSPECIFIED, ""), now)
+	if ps := s.Peers()[0]; ps.Failures != 0 || !ps.RetryAt.IsZero() {
+		t.Errorf("after established: %+v", ps)
+	}
+	// A session that was up and fails is redialled at once, not paused.
+	s.peerEvent(peerEvent(routerA, bgp.BGP_FSM_IDLE, api.PeerState_DISCONNECT_REASON_HOLD_TIMER_EXPIRED, "hold-timer-expired"), now)
+	if pause, _, _ := s.retryWork(now); len(pause) != 0 {
+		t.Errorf("a session that went down was paused: %v", pause)
+	}
+	s.peerEvent(peerEvent(routerA, bgp.BGP_FSM_IDLE, api.PeerState_DISCONNECT_REASON_NOTIFICATION_RECEIVED, "notification-received"), now)
+	if _, _, next := s.retryWork(now); next.Sub(now) != 5*time.Second {
+		t.Errorf("first failure after a session: pause %v, want 5s", next.Sub(now))
+	}
+}
