@@ -23,8 +23,10 @@ import (
 const historySize = 256
 
 // hostSampleEvery is how often the host's CPU times are read, so that the
-// steal and iowait recorded with a transition cover the last second.
-const hostSampleEvery = time.Second
+// steal and iowait recorded with a transition cover the last seconds (at
+// least hoststat.MinSpan). Not more often: each reading is /proc/stat's
+// open, read and close, which the daemon's steady cost would feel.
+const hostSampleEvery = 5 * time.Second
 
 // Options are the daemon's hooks into the rest of the program; all optional.
 type Options struct {
@@ -486,11 +488,12 @@ func (d *Daemon) tellFollowers(name string) {
 	}
 }
 
-// hostTick samples the host once a second at most, riding on the adverts'
-// wake-ups, so that the steal and iowait a transition records cover the
-// last second, not the time since the last transition.
+// hostTick reads the host's CPU times every hostSampleEvery at most,
+// riding on the adverts' wake-ups, so that the steal and iowait a
+// transition records cover the last seconds, not the time since the last
+// transition.
 func (d *Daemon) hostTick() {
-	if d.env.HostStats == nil {
+	if d.env.HostBaseline == nil {
 		return
 	}
 	now := d.env.Now().UnixNano()
@@ -498,5 +501,5 @@ func (d *Daemon) hostTick() {
 	if now-last < int64(hostSampleEvery) || !d.hostAt.CompareAndSwap(last, now) {
 		return
 	}
-	d.env.HostStats()
+	_ = d.env.HostBaseline() // a failed reading shows in the next Sample
 }

@@ -74,8 +74,11 @@ type Env struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// HostStats reads the host's pressure and CPU steal since its previous
-	// call (hoststat.Sampler.Sample); nil records none.
-	HostStats func() (hoststat.Sample, error)
+	// reading (hoststat.Sampler.Sample); nil records none. HostBaseline
+	// takes such a reading alone (hoststat.Sampler.Baseline); nil: none
+	// between transitions.
+	HostStats    func() (hoststat.Sample, error)
+	HostBaseline func() error
 	// NewSpeaker starts nothing: it returns the BGP speaker of a [bgp]
 	// configuration; nil refuses such a configuration.
 	NewSpeaker func(cfg bgp.Config, log *slog.Logger) (RouteSpeaker, error)

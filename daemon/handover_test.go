@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -85,6 +86,38 @@ func TestHistoryRecordsHostPressure(t *testing.T) {
 		}
 		if !master.Host.PSI || master.Host.CPUSome != 42.5 || master.Host.StealPct != 12.5 {
 			t.Errorf("host figures %+v", master.Host)
+		}
+	})
+}
+
+// Between transitions the host's CPU times are read every hostSampleEvery,
+// riding on the adverts, and the pressure not at all.
+func TestHostBaselineEveryFewSeconds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lan := &fakeLAN{}
+		h := newFakeHost(lan, "198.51.100.11")
+		env := h.env()
+		var samples, baselines atomic.Int32
+		env.HostStats = func() (hoststat.Sample, error) { samples.Add(1); return hoststat.Sample{}, nil }
+		env.HostBaseline = func() error { baselines.Add(1); return nil }
+		d, err := New(&config.Config{Instances: []config.Instance{testInstance(150)}}, slog.New(slog.DiscardHandler), env, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- d.Run(ctx) }()
+		time.Sleep(10 * time.Second) // Master after its Master_Down_Interval
+		s0, b0 := samples.Load(), baselines.Load()
+		time.Sleep(60 * time.Second)
+		s1, b1 := samples.Load(), baselines.Load()
+		cancel()
+		<-done
+		if s := s1 - s0; s != 0 {
+			t.Errorf("%d full samples in a steady minute, want none", s)
+		}
+		if b, want := b1-b0, int32(time.Minute/hostSampleEvery); b < want-1 || b > want+1 {
+			t.Errorf("%d baselines in a minute, want about %d", b, want)
 		}
 	})
 }

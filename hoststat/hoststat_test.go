@@ -151,6 +151,41 @@ func TestSampler(t *testing.T) {
 	}
 }
 
+// A Baseline moves the window on without reading the pressure; a Sample
+// just after one reaches back to the reading before it (MinSpan).
+func TestSamplerBaseline(t *testing.T) {
+	s, root, now := sampler(t, "proc-6.1")
+	if err := s.Baseline(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "stat"), []byte(fixture(t, "stat-b")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	*now = now.Add(5 * time.Second)
+	if err := s.Baseline(); err != nil {
+		t.Fatal(err)
+	}
+	*now = now.Add(200 * time.Millisecond)
+	got, err := s.Sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.HasCPU || got.Span != 5200*time.Millisecond || got.CPU == (CPUShare{}) {
+		t.Errorf("a sample 200ms after a baseline: %+v, want the 5.2s since the one before", got)
+	}
+	*now = now.Add(3 * time.Second)
+	got, _ = s.Sample()
+	if got.Span != 3*time.Second || got.CPU != (CPUShare{}) {
+		t.Errorf("a sample 3s after the last: %+v, want nothing ran over 3s", got)
+	}
+	if err := os.Remove(filepath.Join(root, "stat")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Baseline(); err == nil {
+		t.Error("Baseline without /proc/stat: no error")
+	}
+}
+
 func TestSamplerWithoutPSI(t *testing.T) {
 	s, _, _ := sampler(t, "proc-nopsi")
 	got, err := s.Sample()

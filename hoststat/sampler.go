@@ -5,18 +5,23 @@ import (
 	"time"
 )
 
-// Sampler takes Samples, keeping the previous /proc/stat reading so that
-// each Sample reports steal and iowait since the previous call. It is safe
-// for concurrent use.
+// Sampler takes Samples, keeping the last two /proc/stat readings (of
+// Sample or Baseline) so that each Sample reports steal and iowait since
+// the latest one at least MinSpan old. It is safe for concurrent use.
 type Sampler struct {
 	proc string // the proc file system's root, "/proc" on a real host
 	now  func() time.Time
 
-	mu       sync.Mutex
-	prev     CPUTimes
-	prevAt   time.Time
-	havePrev bool
+	mu sync.Mutex
+	// prev is the latest reading, older the one before it.
+	prev, older     CPUTimes
+	prevAt, olderAt time.Time
+	have            int // readings kept: 0, 1 or 2
 }
+
+// MinSpan is the shortest window a Sample's CPU shares cover when an
+// older reading allows it: shares over a few milliseconds say nothing.
+const MinSpan = time.Second
 
 // NewSampler reads the host's /proc.
 func NewSampler() *Sampler { return NewSamplerAt("/proc") }
@@ -36,9 +41,33 @@ func (s *Sampler) Sample() (Sample, error) {
 	if err != nil {
 		return out, err
 	}
-	if s.havePrev {
+	switch {
+	case s.have == 2 && at.Sub(s.prevAt) < MinSpan:
+		out.CPU, out.Span, out.HasCPU = cur.Since(s.older), at.Sub(s.olderAt), true
+	case s.have > 0:
 		out.CPU, out.Span, out.HasCPU = cur.Since(s.prev), at.Sub(s.prevAt), true
 	}
-	s.prev, s.prevAt, s.havePrev = cur, at, true
+	s.keep(cur, at)
 	return out, nil
+}
+
+// Baseline reads only /proc/stat, for the CPU shares of the next Sample:
+// the pressure files carry the kernel's own averages and need no baseline.
+// A daemon calls it every few seconds so that a Sample at a transition
+// covers the last seconds, not the time since the previous transition.
+func (s *Sampler) Baseline() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, err := readCPUTimes(s.proc)
+	if err != nil {
+		return err
+	}
+	s.keep(cur, s.now())
+	return nil
+}
+
+func (s *Sampler) keep(cur CPUTimes, at time.Time) {
+	s.older, s.olderAt = s.prev, s.prevAt
+	s.prev, s.prevAt = cur, at
+	s.have = min(s.have+1, 2)
 }

@@ -148,7 +148,8 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, level *sl
 		ListenNDP: func(ifi *net.Interface) (daemon.ARPMonitor, error) {
 			return ndp.ListenMonitor(ifi)
 		},
-		HostStats: host.Sample,
+		HostStats:    host.Sample,
+		HostBaseline: host.Baseline,
 		NewSpeaker: func(cfg bgp.Config, log *slog.Logger) (daemon.RouteSpeaker, error) {
 			return bgp.New(cfg, log)
 		},
