@@ -16,10 +16,19 @@ import (
 type ipv4Conn struct {
 	ifi    *net.Interface
 	raw    net.PacketConn
+	rc     syscall.RawConn
 	pc     *ipv4.PacketConn
 	source netip.Addr
 	cm     ipv4.ControlMessage
+	// rbuf holds one datagram with its IP header; ReadFrom has one
+	// caller at a time (the interface's reader).
+	rbuf []byte
 }
+
+// maxDatagram bounds what ReadFrom reads: an advert with 255 IPv4
+// addresses and the largest IP header is far below it; a longer datagram
+// is cut and fails to decode.
+const maxDatagram = 2048
 
 var _ Conn = (*ipv4Conn)(nil)
 
@@ -60,7 +69,12 @@ func Listen(ifi *net.Interface, opts Options) (Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transport: raw socket for VRRP on %s: %w", ifi.Name, err)
 	}
-	c := &ipv4Conn{ifi: ifi, raw: raw, pc: ipv4.NewPacketConn(raw), source: opts.Source}
+	rc, err := raw.(syscall.Conn).SyscallConn()
+	if err != nil {
+		raw.Close()
+		return nil, fmt.Errorf("transport: raw socket for VRRP on %s: %w", ifi.Name, err)
+	}
+	c := &ipv4Conn{ifi: ifi, raw: raw, rc: rc, pc: ipv4.NewPacketConn(raw), source: opts.Source, rbuf: make([]byte, maxDatagram)}
 	c.cm = ipv4.ControlMessage{Src: net.IP(opts.Source.AsSlice()), IfIndex: ifi.Index}
 	if err := c.setup(opts); err != nil {
 		raw.Close()
@@ -70,9 +84,6 @@ func Listen(ifi *net.Interface, opts Options) (Conn, error) {
 }
 
 func (c *ipv4Conn) setup(opts Options) error {
-	if err := c.pc.SetControlMessage(ipv4.FlagTTL|ipv4.FlagDst|ipv4.FlagInterface|ipv4.FlagSrc, true); err != nil {
-		return fmt.Errorf("control messages: %w", err)
-	}
 	// The TTL of a send-side control message is ignored: set it on the
 	// socket for both kinds of destination.
 	if err := c.pc.SetMulticastTTL(255); err != nil {
@@ -99,26 +110,53 @@ func (c *ipv4Conn) setup(opts Options) error {
 	return nil
 }
 
+// ReadFrom reads one datagram with read(2): a raw IPv4 socket returns it
+// with its IP header, which has the source, the destination and the TTL,
+// and SO_BINDTODEVICE fixes the interface. recvmsg through x/net would
+// also ask the kernel for the socket's protocol on every packet, and
+// allocate.
 func (c *ipv4Conn) ReadFrom(b []byte) (int, PacketInfo, error) {
 	for {
-		n, cm, src, err := c.pc.ReadFrom(b)
-		if err != nil {
+		var n int
+		var rerr error
+		if err := c.rc.Read(func(fd uintptr) bool {
+			n, rerr = unix.Read(int(fd), c.rbuf)
+			return rerr != unix.EAGAIN && rerr != unix.EINTR
+		}); err != nil {
 			return 0, PacketInfo{}, err
 		}
-		if cm == nil {
-			continue // cannot check TTL or destination: never trust it
+		if rerr != nil {
+			return 0, PacketInfo{}, rerr
 		}
-		var info PacketInfo
-		info.TTL = cm.TTL
-		info.IfIndex = cm.IfIndex
-		info.Dst, _ = netip.AddrFromSlice(cm.Dst)
-		info.Dst = info.Dst.Unmap()
-		if ipa, ok := src.(*net.IPAddr); ok {
-			info.Src, _ = netip.AddrFromSlice(ipa.IP)
-			info.Src = info.Src.Unmap()
+		payload, info, ok := parseIPv4(c.rbuf[:n])
+		if !ok {
+			continue // no IPv4 header to trust the TTL or addresses of
 		}
-		return n, info, nil
+		info.IfIndex = c.ifi.Index
+		return copy(b, payload), info, nil
 	}
+}
+
+// parseIPv4 splits a datagram into its payload and what its IPv4 header
+// says of it.
+func parseIPv4(d []byte) ([]byte, PacketInfo, bool) {
+	if len(d) < ipv4.HeaderLen || d[0]>>4 != 4 {
+		return nil, PacketInfo{}, false
+	}
+	ihl := int(d[0]&0x0f) * 4
+	total := int(d[2])<<8 | int(d[3])
+	if ihl < ipv4.HeaderLen || ihl > len(d) {
+		return nil, PacketInfo{}, false
+	}
+	if total >= ihl && total < len(d) {
+		d = d[:total] // link-layer padding
+	}
+	info := PacketInfo{
+		Src: netip.AddrFrom4([4]byte(d[12:16])),
+		Dst: netip.AddrFrom4([4]byte(d[16:20])),
+		TTL: int(d[8]),
+	}
+	return d[ihl:], info, true
 }
 
 func (c *ipv4Conn) WriteTo(b []byte, dst netip.Addr) error {
