@@ -79,6 +79,11 @@ func TestRenderDaemon(t *testing.T) {
 	if want := "bgp peer 198.51.100.1 AS65000 idle, 0 prefixes sent; last error: connect: connection refused; 3 failed attempts, next in 20s\n"; !strings.HasSuffix(b.String(), want) {
 		t.Errorf("a peer backing off:\n%s\nwant the line %q", b.String(), want)
 	}
+	b.Reset()
+	RenderDaemon(&b, DaemonInfo{Version: "dev", InterfaceDrops: map[string]map[string]uint64{"eth0": {"vrid": 7, "too_short": 1}}}, testNow)
+	if want := "running vipd dev\ninterface eth0: 8 adverts no instance claims (too_short 1, vrid 7)\n"; b.String() != want {
+		t.Errorf("interface drops:\n%q\nwant %q", b.String(), want)
+	}
 }
 
 func TestCheckNote(t *testing.T) {

@@ -51,6 +51,7 @@ type Server struct {
 	daemon *DaemonInfo
 	host   func() *HostStat
 	bgp    func() []BGPPeer
+	drops  func() map[string]map[string]uint64
 
 	serving   atomic.Bool
 	closeOnce sync.Once
@@ -111,6 +112,12 @@ func WithHostStats(f func() *HostStat) ServerOption {
 // to the daemon's info.
 func WithBGPPeers(f func() []BGPPeer) ServerOption {
 	return func(s *Server) { s.bgp = f }
+}
+
+// WithInterfaceDrops adds the adverts no instance claimed, per interface
+// and reason, read at each status request, to the daemon's info.
+func WithInterfaceDrops(f func() map[string]map[string]uint64) ServerOption {
+	return func(s *Server) { s.drops = f }
 }
 
 // lookupGroup returns the gid of a group name or number; -1 for "", which

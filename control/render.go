@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"net/netip"
 	"slices"
 	"sort"
@@ -87,6 +88,16 @@ func RenderDaemon(w io.Writer, d DaemonInfo, now time.Time) {
 			}
 		}
 		fmt.Fprintln(w, line)
+	}
+	for _, ifname := range slices.Sorted(maps.Keys(d.InterfaceDrops)) {
+		byReason := d.InterfaceDrops[ifname]
+		var parts []string
+		total := uint64(0)
+		for _, r := range slices.Sorted(maps.Keys(byReason)) {
+			parts = append(parts, fmt.Sprintf("%s %d", r, byReason[r]))
+			total += byReason[r]
+		}
+		fmt.Fprintf(w, "interface %s: %d adverts no instance claims (%s)\n", ifname, total, strings.Join(parts, ", "))
 	}
 }
 

@@ -240,13 +240,18 @@ func (s *Server) handle(ctx context.Context, log *slog.Logger, p peerCred, line 
 	resp = Response{OK: true, Result: raw}
 	if req.Command == CmdStatus {
 		resp.Daemon = s.daemon
-		if s.daemon != nil && (s.host != nil || s.bgp != nil) {
+		if s.daemon != nil && (s.host != nil || s.bgp != nil || s.drops != nil) {
 			d := *s.daemon
 			if s.host != nil {
 				d.Host = s.host()
 			}
 			if s.bgp != nil {
 				d.BGPPeers = s.bgp()
+			}
+			if s.drops != nil {
+				if drops := s.drops(); len(drops) > 0 {
+					d.InterfaceDrops = drops
+				}
 			}
 			resp.Daemon = &d
 		}

@@ -35,6 +35,10 @@ type DaemonInfo struct {
 	Host *HostStat `json:"host,omitempty"`
 	// BGPPeers are the BGP speaker's peers (the BGP modes).
 	BGPPeers []BGPPeer `json:"bgp_peers,omitempty"`
+	// InterfaceDrops counts, per interface and reason, the adverts no
+	// instance claimed: a VRID not configured there, a packet too short
+	// to name one.
+	InterfaceDrops map[string]map[string]uint64 `json:"interface_drops,omitempty"`
 }
 
 // BGPPeer is one BGP session of the daemon.

@@ -29,6 +29,7 @@
 //	vipd_vip_held{vrrp_instance,vip}                        per address: 1 while it is on the interface, else 0
 //	vipd_last_transition_timestamp_seconds{vrrp_instance}   when the current state was entered
 //	vipd_address_conflicts_total{vrrp_instance}             event-fed
+//	vipd_interface_adverts_dropped_total{interface,reason}   adverts no instance claimed
 //
 // plus the Go runtime and process collectors (go_*, process_*) and
 // promhttp's own promhttp_metric_handler_* series.

@@ -61,6 +61,7 @@ type Option func(*options)
 type options struct {
 	version, commit string
 	bgpPeers        func() []control.BGPPeer
+	ifaceDrops      func() map[string]map[string]uint64
 }
 
 // WithBuildInfo sets the version and commit that vipd_build_info reports,
@@ -135,6 +136,7 @@ func New(status func() []control.InstanceStatus, opts ...Option) *Metrics {
 			checkFailures: m.checkFailures,
 		}),
 		newBGPCollector(status, o.bgpPeers),
+		newIfaceCollector(o.ifaceDrops),
 	)
 	m.handler = promhttp.InstrumentMetricHandler(m.reg, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
 		// A series that cannot be collected (say, two instances of one

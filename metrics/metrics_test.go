@@ -579,3 +579,18 @@ func TestListedLateKeepsEvents(t *testing.T) {
 		}
 	}
 }
+
+// The adverts no instance claimed are counted per interface and reason.
+func TestInterfaceDrops(t *testing.T) {
+	drops := map[string]map[string]uint64{"eth0": {"vrid": 7}, "eth1": {"too_short": 2}}
+	fams := scrape(t, New(func() []control.InstanceStatus { return fixture() },
+		WithInterfaceDrops(func() map[string]map[string]uint64 { return drops })).Handler())
+	for _, tt := range []struct {
+		l    labels
+		want float64
+	}{{labels{"interface": "eth0", "reason": "vrid"}, 7}, {labels{"interface": "eth1", "reason": "too_short"}, 2}} {
+		if got := value(t, fams, "vipd_interface_adverts_dropped_total", tt.l); got != tt.want {
+			t.Errorf("%v = %v, want %v", tt.l, got, tt.want)
+		}
+	}
+}

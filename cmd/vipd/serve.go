@@ -114,6 +114,12 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, level *sl
 				return nil
 			}
 			return d.ControlBGPPeers()
+		}),
+		control.WithInterfaceDrops(func() map[string]map[string]uint64 {
+			if d == nil {
+				return nil
+			}
+			return d.InterfaceDrops()
 		}))
 	if err != nil {
 		if errors.Is(err, fs.ErrPermission) {
@@ -156,7 +162,13 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, level *sl
 	}
 	upgradeTo := make(chan string, 1)
 	m := metrics.New(func() []control.InstanceStatus { return d.StatusReport() }, metrics.WithBuildInfo(version, commitString()),
-		metrics.WithBGPPeers(func() []control.BGPPeer { return d.ControlBGPPeers() }))
+		metrics.WithBGPPeers(func() []control.BGPPeer { return d.ControlBGPPeers() }),
+		metrics.WithInterfaceDrops(func() map[string]map[string]uint64 {
+			if d == nil {
+				return nil
+			}
+			return d.InterfaceDrops()
+		}))
 	d, err = daemon.New(cfg, log, env, daemon.Options{
 		OnTransition: func(instance string, tr vrrp.Transition) {
 			if tr.Reason != vrrp.ReasonResumed { // an upgrade is not a move
