@@ -53,6 +53,7 @@ func runDaemon(configPath string, stderr io.Writer) int {
 	level.Set(cfg.Global.LogLevel)
 	log, flushLog := newDaemonLogger(stderr, cfg.Global, level)
 	defer flushLog()
+	oneProcessor(log)
 	protectFromStarvation(cfg.Global, log)
 
 	var handover *daemon.Handover

@@ -3,11 +3,27 @@ package main
 import (
 	"context"
 	"log/slog"
+	"os"
+	"runtime"
 	"time"
 
 	"github.com/vipd/vipd/config"
 	"github.com/vipd/vipd/internal/sched"
 )
+
+// oneProcessor runs the daemon's Go code on one processor (GOMAXPROCS=1)
+// unless the environment sets GOMAXPROCS. An advert costs microseconds of
+// work; with more processors each packet a reader hands to an election
+// loop wakes a second thread to run it, and the runtime re-reads the CPU
+// affinity every second. A goroutine blocked in a system call (netlink, a
+// tracker's exec) still leaves the processor to the others.
+func oneProcessor(log *slog.Logger) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		log.Debug("GOMAXPROCS from the environment", "gomaxprocs", runtime.GOMAXPROCS(0))
+		return
+	}
+	runtime.GOMAXPROCS(1)
+}
 
 // protectFromStarvation applies the starvation protection the operator
 // turned on: locked memory, real-time scheduling. A refusal (a missing
