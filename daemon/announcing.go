@@ -101,6 +101,7 @@ func (in *instance) onClaim(c arp.Claim) {
 	if at.IsZero() {
 		at = in.env.Now()
 	}
+	in.lastClaim = at
 	if c.Gratuitous() {
 		in.successorAnnounced(at, c.MAC.String())
 	}

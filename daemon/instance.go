@@ -94,10 +94,11 @@ type instance struct {
 	timers     [4]*time.Timer // by vrrp.Timer
 	dueAt      [4]time.Time   // when a precise timer is really due
 	policyT    *time.Timer
-	reopen     bool  // a reload changed the transport
-	handover   bool  // the machine's next release is a planned move
-	yielding   bool  // the policy's handover is a yield to a preempting Master
-	leaderPrio uint8 // a follower's leader's effective priority; 0 unknown
+	reopen     bool      // a reload changed the transport
+	handover   bool      // the machine's next release is a planned move
+	yielding   bool      // the policy's handover is a yield to a preempting Master
+	lastClaim  time.Time // another host's last ARP or NA for our VIPs while we held them
+	leaderPrio uint8     // a follower's leader's effective priority; 0 unknown
 	// bgp-anycast: why the route is withdrawn ("" while healthy), and the
 	// graceful-shutdown drain before the withdraw.
 	anycastFault string

@@ -53,8 +53,16 @@ func (in *instance) planned(fn func()) {
 // owner if we keep them until it announces them (or yieldBound passes).
 // Without a claim monitor we could not hear that announcement, and a
 // route announcer's withdraw is already make-before-break: release at once.
+// So too when another host claimed our addresses within the last
+// Master_Down_Interval: a split brain healing (the other Master answered
+// our probes all along) or an announcement read before its advert. There
+// is nothing left to wait for, and two hosts answering ARP for the VIP
+// could send a client to the one about to drop it.
 func (in *instance) canYield() bool {
-	return in.ann != nil && in.ann.monitor != nil && in.routes == nil
+	if in.ann == nil || in.ann.monitor == nil || in.routes != nil {
+		return false
+	}
+	return in.lastClaim.IsZero() || in.env.Now().Sub(in.lastClaim) >= in.m.MasterDownInterval()
 }
 
 // yieldBound is how long a preempted Master keeps its addresses for the

@@ -2,10 +2,13 @@ package daemon
 
 import (
 	"context"
+	"net"
+	"net/netip"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/vipd/vipd/arp"
 	"github.com/vipd/vipd/control"
 	"github.com/vipd/vipd/vrrp"
 )
@@ -173,6 +176,32 @@ func TestPreemptedMasterKeepsTheVIPUntilTheNewMasterAnnounces(t *testing.T) {
 		}
 		if r := n2.d.Snapshot()[0].Handover; !r.PriorityZeroAt.IsZero() {
 			t.Errorf("a preempt reported as a planned move: %+v", r)
+		}
+	})
+}
+
+// A Master that yields to a higher Master whose announcement it has
+// already heard (a split brain healing: the other Master answered our
+// probes all along, or announced before its advert arrived) has nothing to
+// wait for: it releases at once, or both would answer for the VIP until
+// the bound.
+func TestYieldAfterTheWinnersClaimReleasesAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lan := &fakeLAN{}
+		n1 := startNode(t, lan, "198.51.100.11", testInstance(100))
+		time.Sleep(10 * time.Second)
+		peer := netip.MustParseAddr("198.51.100.20")
+		n1.host.claims <- arp.Claim{IP: testVIP.Addr(), MAC: net.HardwareAddr{2, 0, 0, 0, 0, 20}, Op: arp.OperationReply, At: time.Now()}
+		time.Sleep(100 * time.Millisecond)
+		adv, _ := (&vrrp.Advertisement{VRID: 51, Priority: 200, Interval: time.Second, Addresses: []netip.Addr{testVIP.Addr()}}).Append(nil, peer, vrrp.GroupIPv4)
+		lan.inject(adv, peer, vrrp.GroupIPv4, 255)
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if n1.state() != vrrp.StateBackup {
+			t.Fatalf("state %v, want BACKUP", n1.state())
+		}
+		if n1.host.holds(testVIP) {
+			t.Error("still holds the VIP after yielding to a Master whose claim it heard")
 		}
 	})
 }
