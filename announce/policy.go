@@ -268,10 +268,16 @@ func (p *Policy) withdraw(late bool, out []Action) []Action {
 
 // Reannounce asks for a new burst: the election settled a split brain in
 // our favour, an address deleted by hand was restored, or a reload added
-// one. It ends a stand-down: the adverts decide now, not the claims.
+// one. It ends a stand-down and drops a claim waiting out ClaimGrace: the
+// adverts decide now, not the claims (a second owner that is no Master
+// answers the next probe and is judged again).
 func (p *Policy) Reannounce(now time.Time, out []Action) []Action {
 	if !p.held || p.handingOver {
 		return out
+	}
+	if p.hasPending {
+		p.hasPending = false
+		p.due[timerGrace] = time.Time{}
 	}
 	if p.standingDown {
 		p.standingDown, p.standFor, p.misses = false, Claim{}, 0

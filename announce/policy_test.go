@@ -190,6 +190,30 @@ func TestReannounceEndsAStandDown(t *testing.T) {
 	}
 }
 
+// A split brain heals: the other Master's announcement is still waiting
+// out ClaimGrace when its advert arrives and the election settles in our
+// favour. The advert explains the claim: no stand-down after it, or the
+// clients would stay on the Master that just yielded (seen in the chaos
+// lab: 300 ms without an answer until the stand-down's probes missed).
+func TestReannounceSettlesAPendingClaim(t *testing.T) {
+	p := New(testConfig(), macA)
+	p.TookOver(t0, nil)
+	run(p, t0, t0.Add(5*time.Second))
+	at := t0.Add(5 * time.Second)
+	p.Claimed(Claim{Addr: vip, MAC: macB, Announcement: true, At: at}, nil)
+	if got := kinds(p.Reannounce(at.Add(5*time.Millisecond), nil)); got != "announce" {
+		t.Fatalf("Reannounce: %s", got)
+	}
+	for _, a := range p.Tick(at.Add(20*time.Millisecond), nil) {
+		if a.Kind == ActStandDown || a.Kind == ActConflict {
+			t.Fatalf("the claim the election explained was judged: %v", a.Kind)
+		}
+	}
+	if down, _ := p.StandingDown(); down {
+		t.Error("standing down after the election decided")
+	}
+}
+
 func TestTwoNewMastersTheHigherMACKeepsAnnouncing(t *testing.T) {
 	for _, tc := range []struct {
 		own, other string

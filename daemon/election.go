@@ -96,6 +96,12 @@ func (in *instance) exec(actions []vrrp.Action) {
 			in.holder.release()
 			in.armPolicy()
 		case vrrp.ActAnnounce:
+			// Only a split brain settling in our favour asks for it.
+			var from netip.Addr
+			if in.rx != nil {
+				from = in.rx.src
+			}
+			in.log.Info("two Masters: the other has a lower priority and yields; announcing ours again", "other", from)
 			in.runPolicy(in.policy.Reannounce(in.env.Now(), nil))
 		case vrrp.ActArmTimer:
 			after := a.After
