@@ -100,20 +100,31 @@ func (p *socketPool) join(ifi *net.Interface, opts transport.Options, in *instan
 // waits for its reader.
 func (p *socketPool) leave(s *vrrpSocket, in *instance) {
 	p.mu.Lock()
-	s.subs[in.id.vrid].CompareAndSwap(in, nil)
 	s.refs--
 	last := s.refs == 0
 	if last {
+		// Before the VRID goes: an advert read meanwhile (the successor's,
+		// at a graceful stop) is not one "no instance has".
+		close(s.closing)
 		delete(p.sockets, s.key)
 	}
+	s.subs[in.id.vrid].CompareAndSwap(in, nil)
 	p.mu.Unlock()
 	if !last {
 		return
 	}
-	close(s.closing)
 	s.conn.SetReadDeadline(time.Unix(1, 0))
 	<-s.done
 	s.conn.Close()
+}
+
+func (s *vrrpSocket) isClosing() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
 }
 
 // WriteTo sends an advert on the shared socket.
@@ -165,6 +176,8 @@ func (s *vrrpSocket) deliver(b []byte, info transport.PacketInfo) (overrun *inst
 	}
 	in := s.subs[p.adv.VRID].Load()
 	switch {
+	case in == nil && s.isClosing():
+		// The last instance left: the socket closes, nothing to report.
 	case in == nil:
 		s.drop(vrrp.DropVRID, info.Src, &p.adv)
 	case len(in.filter.Load().peers) > 0 && !slices.Contains(in.filter.Load().peers, info.Src.WithZone("")):

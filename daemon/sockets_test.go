@@ -166,3 +166,28 @@ func TestRFC9568ChecksumBothWays(t *testing.T) {
 		probe.Close()
 	})
 }
+
+// An advert read while the last instance leaves the socket (the successor's,
+// at a graceful stop) is not reported as one no instance has; one read
+// while the socket stays open is.
+func TestSocketClosingDropsQuietly(t *testing.T) {
+	peer := netip.MustParseAddr("198.51.100.12")
+	pkt, _ := (&vrrp.Advertisement{VRID: 51, Priority: 100, Interval: time.Second, Addresses: []netip.Addr{testVIP.Addr()}}).Append(nil, peer, vrrp.GroupIPv4)
+	info := transport.PacketInfo{Src: peer, Dst: vrrp.GroupIPv4, TTL: 255, IfIndex: 2}
+	for _, closing := range []bool{false, true} {
+		pool := newSocketPool(Env{Now: time.Now}, slog.New(slog.DiscardHandler))
+		s := &vrrpSocket{pool: pool, closing: make(chan struct{}), done: make(chan struct{}), failed: make(chan struct{}),
+			drops: newDropLog(dropLogPerSource, dropLogPerReason, dropLogWindow)}
+		if closing {
+			close(s.closing)
+		}
+		s.deliver(pkt, info)
+		want := uint64(1)
+		if closing {
+			want = 0
+		}
+		if got := s.unknown[vrrp.DropVRID].Load(); got != want {
+			t.Errorf("closing %v: %d unknown-VRID drops, want %d", closing, got, want)
+		}
+	}
+}
