@@ -73,6 +73,9 @@ func (in *instance) exec(actions []vrrp.Action) {
 			in.sendAdvert(a.Priority)
 		case vrrp.ActTakeAddresses:
 			in.yielding = false
+			if !in.holder.held {
+				in.tookAt = in.env.Now()
+			}
 			in.holder.take()
 			in.runPolicy(in.policy.TookOver(in.env.Now(), nil))
 		case vrrp.ActReleaseAddresses:

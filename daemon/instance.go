@@ -98,6 +98,7 @@ type instance struct {
 	handover   bool      // the machine's next release is a planned move
 	yielding   bool      // the policy's handover is a yield to a preempting Master
 	lastClaim  time.Time // another host's last ARP or NA for our VIPs while we held them
+	tookAt     time.Time // when the addresses were last taken
 	leaderPrio uint8     // a follower's leader's effective priority; 0 unknown
 	// bgp-anycast: why the route is withdrawn ("" while healthy), and the
 	// graceful-shutdown drain before the withdraw.

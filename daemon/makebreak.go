@@ -57,12 +57,19 @@ func (in *instance) planned(fn func()) {
 // Master_Down_Interval: a split brain healing (the other Master answered
 // our probes all along) or an announcement read before its advert. There
 // is nothing left to wait for, and two hosts answering ARP for the VIP
-// could send a client to the one about to drop it.
+// could send a client to the one about to drop it. And not when we took
+// the addresses less than a Master_Down_Interval ago (two Backups timing
+// out at start-up): nobody relies on us yet, and a hand-over would put the
+// VIP on two hosts for nothing.
 func (in *instance) canYield() bool {
 	if in.ann == nil || in.ann.monitor == nil || in.routes != nil {
 		return false
 	}
-	return in.lastClaim.IsZero() || in.env.Now().Sub(in.lastClaim) >= in.m.MasterDownInterval()
+	now, mdi := in.env.Now(), in.m.MasterDownInterval()
+	if now.Sub(in.tookAt) < mdi {
+		return false
+	}
+	return in.lastClaim.IsZero() || now.Sub(in.lastClaim) >= mdi
 }
 
 // yieldBound is how long a preempted Master keeps its addresses for the

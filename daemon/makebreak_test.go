@@ -205,3 +205,29 @@ func TestYieldAfterTheWinnersClaimReleasesAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// A Master of less than a Master_Down_Interval (two Backups timing out at
+// start-up) that is preempted releases at once: nobody relies on it yet,
+// and a hand-over would put the VIP on two hosts for nothing.
+func TestYoungMasterPreemptedReleasesAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lan := &fakeLAN{}
+		n1 := startNode(t, lan, "198.51.100.11", testInstance(100))
+		for n1.state() != vrrp.StateMaster {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if !n1.host.holds(testVIP) {
+			t.Fatal("the Master does not hold the VIP")
+		}
+		peer := netip.MustParseAddr("198.51.100.20")
+		adv, _ := (&vrrp.Advertisement{VRID: 51, Priority: 200, Interval: time.Second, Addresses: []netip.Addr{testVIP.Addr()}}).Append(nil, peer, vrrp.GroupIPv4)
+		lan.inject(adv, peer, vrrp.GroupIPv4, 255)
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if n1.state() != vrrp.StateBackup || n1.host.holds(testVIP) {
+			t.Errorf("state %v, holds %v; want BACKUP without the VIP at once", n1.state(), n1.host.holds(testVIP))
+		}
+	})
+}
