@@ -300,8 +300,7 @@ func TestClaimOfAPreemptingPeerIsNoConflict(t *testing.T) {
 		peer := netip.MustParseAddr("198.51.100.20")
 		n1.host.claims <- arp.Claim{IP: testVIP.Addr(), MAC: net.HardwareAddr{2, 0, 0, 0, 0, 20}, Op: arp.OperationReply}
 		synctest.Wait()
-		adv, _ := (&vrrp.Advertisement{VRID: 51, Priority: 200, Interval: time.Second, Addresses: []netip.Addr{testVIP.Addr()}}).Append(nil, peer, vrrp.GroupIPv4)
-		lan.inject(adv, peer, vrrp.GroupIPv4, 255)
+		lan.advertise(peer, 200)
 		time.Sleep(time.Second)
 		synctest.Wait()
 		st := n1.d.Snapshot()[0]

@@ -13,6 +13,7 @@ import (
 	"github.com/vipd/vipd/arp"
 	"github.com/vipd/vipd/netif"
 	"github.com/vipd/vipd/transport"
+	"github.com/vipd/vipd/vrrp"
 )
 
 // fakeLAN connects fake VRRP sockets: what one writes, the others on the
@@ -79,6 +80,13 @@ func (l *fakeLAN) inject(b []byte, src, dst netip.Addr, ttl int) {
 		return
 	}
 	l.deliver(b, src, dst, ttl)
+}
+
+// advertise sends, from a host outside the test's nodes, the advert of a
+// Master of VRID 51 at prio holding testVIP.
+func (l *fakeLAN) advertise(from netip.Addr, prio uint8) {
+	adv, _ := (&vrrp.Advertisement{VRID: 51, Priority: prio, Interval: time.Second, Addresses: []netip.Addr{testVIP.Addr()}}).Append(nil, from, vrrp.GroupIPv4)
+	l.inject(adv, from, vrrp.GroupIPv4, 255)
 }
 
 func (l *fakeLAN) deliver(b []byte, src, dst netip.Addr, ttl int) {

@@ -193,8 +193,7 @@ func TestYieldAfterTheWinnersClaimReleasesAtOnce(t *testing.T) {
 		peer := netip.MustParseAddr("198.51.100.20")
 		n1.host.claims <- arp.Claim{IP: testVIP.Addr(), MAC: net.HardwareAddr{2, 0, 0, 0, 0, 20}, Op: arp.OperationReply, At: time.Now()}
 		time.Sleep(100 * time.Millisecond)
-		adv, _ := (&vrrp.Advertisement{VRID: 51, Priority: 200, Interval: time.Second, Addresses: []netip.Addr{testVIP.Addr()}}).Append(nil, peer, vrrp.GroupIPv4)
-		lan.inject(adv, peer, vrrp.GroupIPv4, 255)
+		lan.advertise(peer, 200)
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
 		if n1.state() != vrrp.StateBackup {
@@ -222,8 +221,7 @@ func TestYoungMasterPreemptedReleasesAtOnce(t *testing.T) {
 			t.Fatal("the Master does not hold the VIP")
 		}
 		peer := netip.MustParseAddr("198.51.100.20")
-		adv, _ := (&vrrp.Advertisement{VRID: 51, Priority: 200, Interval: time.Second, Addresses: []netip.Addr{testVIP.Addr()}}).Append(nil, peer, vrrp.GroupIPv4)
-		lan.inject(adv, peer, vrrp.GroupIPv4, 255)
+		lan.advertise(peer, 200)
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
 		if n1.state() != vrrp.StateBackup || n1.host.holds(testVIP) {
