@@ -99,7 +99,10 @@ type instance struct {
 	yielding   bool      // the policy's handover is a yield to a preempting Master
 	lastClaim  time.Time // another host's last ARP or NA for our VIPs while we held them
 	tookAt     time.Time // when the addresses were last taken
-	leaderPrio uint8     // a follower's leader's effective priority; 0 unknown
+	// awaitSuccessor: the last planned move's report still lacks the
+	// successor's advert (its announcement may have ended the move).
+	awaitSuccessor bool
+	leaderPrio     uint8 // a follower's leader's effective priority; 0 unknown
 	// bgp-anycast: why the route is withdrawn ("" while healthy), and the
 	// graceful-shutdown drain before the withdraw.
 	anycastFault string

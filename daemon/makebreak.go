@@ -98,6 +98,7 @@ func (in *instance) startHandover() {
 	}
 	in.policy.HandOver(now, bound)
 	in.setHandover(HandoverReport{PriorityZeroAt: now})
+	in.awaitSuccessor = true
 	in.armPolicy()
 	in.log.Info("handing over: priority 0 sent; keeping the addresses until the successor has taken over",
 		"bound", handoverBound(in.cfg.AdvertInterval))
@@ -106,15 +107,19 @@ func (in *instance) startHandover() {
 // successorHeard notes the first advert of a new Master while handing over,
 // or just after: when its announcement came first and ended the handover,
 // its advert still names it in the report.
+// Every received advert comes here: only a planned move's report that still
+// lacks its successor costs more than a branch.
 func (in *instance) successorHeard(src netip.Addr) {
+	if !in.awaitSuccessor {
+		return
+	}
+	in.awaitSuccessor = false
 	now := in.env.Now()
 	in.pubMu.Lock()
 	h := &in.pub.handover
-	if !h.PriorityZeroAt.IsZero() && !h.Late && !h.Successor.IsValid() {
-		h.Successor = src
-		if h.SuccessorAt.IsZero() {
-			h.SuccessorAt = now
-		}
+	h.Successor = src
+	if h.SuccessorAt.IsZero() {
+		h.SuccessorAt = now
 	}
 	in.pubMu.Unlock()
 	if in.policy.HandingOver() {
@@ -155,6 +160,7 @@ func (in *instance) withdraw(late bool) {
 	now := in.env.Now()
 	in.pubMu.Lock()
 	in.pub.handover.RemovedAt, in.pub.handover.Late = now, late
+	in.awaitSuccessor = in.awaitSuccessor && !late
 	r := in.pub.handover
 	in.pubMu.Unlock()
 	if late {
