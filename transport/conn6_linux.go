@@ -38,23 +38,8 @@ func listen6(ifi *net.Interface, opts Options) (Conn, error) {
 	if opts.Source.Is4In6() || opts.Source.IsUnspecified() || opts.Source.IsMulticast() {
 		return nil, fmt.Errorf("transport: source %v is not a usable IPv6 address", opts.Source)
 	}
-	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		err := c.Control(func(fd uintptr) {
-			if serr = unix.SetsockoptString(int(fd), unix.SOL_SOCKET, unix.SO_BINDTODEVICE, ifi.Name); serr != nil {
-				serr = fmt.Errorf("SO_BINDTODEVICE %s: %w", ifi.Name, serr)
-				return
-			}
-			// As for IPv4: only the groups this socket joined.
-			if serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_ALL, 0); serr != nil {
-				serr = fmt.Errorf("IPV6_MULTICAST_ALL: %w", serr)
-			}
-		})
-		if err != nil {
-			return err
-		}
-		return serr
-	}}
+	// As for IPv4: only the groups this socket joined.
+	lc := net.ListenConfig{Control: boundToDevice(ifi, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_ALL, "IPV6_MULTICAST_ALL")}
 	raw, err := lc.ListenPacket(context.Background(), "ip6:112", "::")
 	if err != nil {
 		return nil, fmt.Errorf("transport: raw socket for VRRP on %s: %w", ifi.Name, err)

@@ -45,26 +45,7 @@ func Listen(ifi *net.Interface, opts Options) (Conn, error) {
 	if !opts.Source.Is4() {
 		return nil, fmt.Errorf("transport: source %v is neither an IPv4 nor an IPv6 address", opts.Source)
 	}
-	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		err := c.Control(func(fd uintptr) {
-			// Only packets that arrived on this interface; several
-			// instances on several interfaces must not see each other.
-			if serr = unix.SetsockoptString(int(fd), unix.SOL_SOCKET, unix.SO_BINDTODEVICE, ifi.Name); serr != nil {
-				serr = fmt.Errorf("SO_BINDTODEVICE %s: %w", ifi.Name, serr)
-				return
-			}
-			// Without this the kernel delivers groups joined by any
-			// socket on the host to every raw socket.
-			if serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MULTICAST_ALL, 0); serr != nil {
-				serr = fmt.Errorf("IP_MULTICAST_ALL: %w", serr)
-			}
-		})
-		if err != nil {
-			return err
-		}
-		return serr
-	}}
+	lc := net.ListenConfig{Control: boundToDevice(ifi, unix.IPPROTO_IP, unix.IP_MULTICAST_ALL, "IP_MULTICAST_ALL")}
 	raw, err := lc.ListenPacket(context.Background(), "ip4:112", "0.0.0.0")
 	if err != nil {
 		return nil, fmt.Errorf("transport: raw socket for VRRP on %s: %w", ifi.Name, err)
@@ -81,6 +62,30 @@ func Listen(ifi *net.Interface, opts Options) (Conn, error) {
 		return nil, fmt.Errorf("transport: VRRP socket on %s: %w", ifi.Name, err)
 	}
 	return c, nil
+}
+
+// boundToDevice is the socket's set-up before it is bound: only packets
+// that arrived on ifi (several instances on several interfaces must not see
+// each other), and with the family's MULTICAST_ALL option (level, opt) off,
+// since without it the kernel delivers groups joined by any socket on the
+// host to every raw socket.
+func boundToDevice(ifi *net.Interface, level, opt int, optName string) func(string, string, syscall.RawConn) error {
+	return func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			if serr = unix.SetsockoptString(int(fd), unix.SOL_SOCKET, unix.SO_BINDTODEVICE, ifi.Name); serr != nil {
+				serr = fmt.Errorf("SO_BINDTODEVICE %s: %w", ifi.Name, serr)
+				return
+			}
+			if serr = unix.SetsockoptInt(int(fd), level, opt, 0); serr != nil {
+				serr = fmt.Errorf("%s: %w", optName, serr)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		return serr
+	}
 }
 
 func (c *ipv4Conn) setup(opts Options) error {
