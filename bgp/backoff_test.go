@@ -64,3 +64,27 @@ func TestBackoffPausesAndResumes(t *testing.T) {
 		t.Errorf("first failure after a session: pause %v, want 5s", next.Sub(now))
 	}
 }
+
+// A session that comes up while the peer is paused (the pause's admin down
+// still on its way) must not leave the peer disabled for ever: the pause
+// ends at its time as planned. And our own reset of an established session
+// (BFD down) is no failed attempt.
+func TestBackoffSessionUpWhilePaused(t *testing.T) {
+	s, _ := newTestSpeaker(t, validConfig())
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.failedOutsideSession(routerA.String(), "connect: dial tcp 198.51.100.1:179: connect: connection refused")
+	pause, _, next := s.retryWork(t0)
+	if len(pause) != 1 {
+		t.Fatalf("pause %v", pause)
+	}
+	s.peerEvent(peerEvent(routerA, bgp.BGP_FSM_ESTABLISHED, api.PeerState_DISCONNECT_REASON_UNSPECIFIED, ""), t0)
+	if _, resume, _ := s.retryWork(next); !slices.Equal(resume, []netip.Addr{routerA}) {
+		t.Fatalf("a peer that came up while paused is not resumed: %v", resume)
+	}
+	s.peerEvent(peerEvent(routerA, bgp.BGP_FSM_ESTABLISHED, api.PeerState_DISCONNECT_REASON_UNSPECIFIED, ""), next)
+	s.peerEvent(peerEvent(routerA, bgp.BGP_FSM_ACTIVE, api.PeerState_DISCONNECT_REASON_IDLE_TIMER_EXPIRED, "idle-hold-timer-expired"), next)
+	s.failedOutsideSession(routerA.String(), "sent NOTIFICATION code 6(cease) subcode 4(administrative reset)")
+	if pause, _, _ := s.retryWork(next.Add(time.Second)); len(pause) != 0 {
+		t.Errorf("our own reset of an established session paused the peer: %v", pause)
+	}
+}

@@ -563,7 +563,9 @@ func (s *Speaker) peerEvent(ev *apiutil.WatchEventMessage_PeerEvent, at time.Tim
 	}
 	switch {
 	case up:
-		st.failures, st.pauseWanted, st.retryAt = 0, false, time.Time{}
+		// A pause already under way (retryAt set: its admin down is on
+		// its way) still ends at its time, or the peer stays disabled.
+		st.failures, st.pauseWanted = 0, false
 	case failed && !wasUp:
 		// An attempt that never reached Established; a session that
 		// was up is redialled at once.
@@ -612,7 +614,10 @@ func (s *Speaker) failedOutsideSession(peer, what string) {
 	if changed {
 		st.lastError = what
 	}
-	if ok && st.state != bgp.BGP_FSM_ESTABLISHED {
+	// A connection that failed or an OPEN refused is a failed attempt;
+	// another NOTIFICATION we sent (a cease when BFD ends a session that
+	// was up) is not.
+	if ok && st.state != bgp.BGP_FSM_ESTABLISHED && (strings.HasPrefix(what, "connect:") || strings.Contains(what, "code 2(open)")) {
 		s.attemptFailed(st)
 	}
 	s.stMu.Unlock()
