@@ -11,9 +11,11 @@ import (
 const (
 	// IPProtocol is the IP protocol number of VRRP (section 5.1.1.4).
 	IPProtocol = 112
-	// Version is the only VRRP version this package speaks (section 5.2.1).
+	// Version is VRRPv3's version (section 5.2.1), the default.
 	Version = 3
-	// TypeAdvertisement is the only packet type VRRPv3 defines (section 5.2.2).
+	// Version2 is VRRPv2's (RFC 3768), spoken for groups that still run it.
+	Version2 = 2
+	// TypeAdvertisement is the only packet type VRRP defines (section 5.2.2).
 	TypeAdvertisement = 1
 	// TTL is the IPv4 TTL and IPv6 hop limit adverts are sent with and must
 	// arrive with (sections 5.1.1.3, 5.1.2.3): a router never forwards them.
@@ -68,10 +70,12 @@ func ChecksumForms() []ChecksumForm {
 	return []ChecksumForm{ChecksumPseudoHeader, ChecksumNoPseudoHeader}
 }
 
-// An Advertisement is a VRRPv3 advertisement (RFC 5798 section 5.2). The
-// address family of Addresses follows the family of the IP packet that
-// carries it.
+// An Advertisement is a VRRPv3 advertisement (RFC 5798 section 5.2) or a
+// VRRPv2 one (RFC 3768 section 5.3). The address family of Addresses follows
+// the family of the IP packet that carries it.
 type Advertisement struct {
+	// Version is 3 or 2; zero encodes as 3.
+	Version  uint8
 	VRID     uint8
 	Priority uint8
 	// Interval is the Max Advertise Interval, carried in centiseconds.
@@ -79,7 +83,10 @@ type Advertisement struct {
 	Addresses []netip.Addr
 	// Checksum is the form Append computes and Decode found. Decode
 	// accepts either form over IPv4, and only the pseudo-header over IPv6.
+	// VRRPv2 always sums the packet alone (ChecksumNoPseudoHeader).
 	Checksum ChecksumForm
+	// Auth is VRRPv2's authentication (zero: none); VRRPv3 has none.
+	Auth Auth
 }
 
 // Append encodes a into b for an IP packet from src to dst (the pseudo-header
@@ -87,6 +94,13 @@ type Advertisement struct {
 func (a *Advertisement) Append(b []byte, src, dst netip.Addr) ([]byte, error) {
 	if !src.IsValid() || !dst.IsValid() || src.Is4() != dst.Is4() {
 		return b, fmt.Errorf("vrrp: source %v and destination %v must be addresses of one family", src, dst)
+	}
+	switch a.Version {
+	case 0, Version:
+	case Version2:
+		return a.appendV2(b, src)
+	default:
+		return b, fmt.Errorf("vrrp: version %d: only 2 and 3 are spoken", a.Version)
 	}
 	if a.Checksum >= numChecksumForms || a.Checksum == ChecksumNoPseudoHeader && !src.Is4() {
 		return b, fmt.Errorf("vrrp: checksum form %v over %v: IPv6 adverts always include the pseudo-header", a.Checksum, src)
@@ -118,9 +132,11 @@ func (a *Advertisement) Append(b []byte, src, dst netip.Addr) ([]byte, error) {
 
 // Decode parses b, the payload of an IP packet from src to dst, into a,
 // reusing a.Addresses so that steady-state decoding does not allocate. It
-// checks what the packet alone can tell (RFC 5798 section 7.1): version, type,
-// length, address count, interval and checksum, and sets a.Checksum to the
-// form the checksum verified in. The receiver's context (TTL, VRID, source,
+// checks what the packet alone can tell (RFC 5798 section 7.1, RFC 3768
+// section 7.1): version (2 or 3), type, length, address count, interval and
+// checksum, and sets a.Version and a.Checksum to what it found. Whether the
+// version is one the virtual router accepts, and its authentication, are the
+// receiver's to check. The receiver's context (TTL, VRID, source,
 // address list) is checked by Machine.ReceiveAdvert.
 //
 // A failed check returns a DropReason, so callers can count drops by reason.
@@ -128,7 +144,8 @@ func (a *Advertisement) Decode(b []byte, src, dst netip.Addr) error {
 	if len(b) < headerLen {
 		return DropTooShort
 	}
-	if b[0]>>4 != Version {
+	version := b[0] >> 4
+	if version != Version && version != Version2 {
 		return DropVersion
 	}
 	if b[0]&0x0f != TypeAdvertisement {
@@ -136,6 +153,9 @@ func (a *Advertisement) Decode(b []byte, src, dst netip.Addr) error {
 	}
 	if !src.IsValid() || !dst.IsValid() || src.Is4() != dst.Is4() {
 		return DropFamily
+	}
+	if version == Version2 {
+		return a.decodeV2(b, src)
 	}
 	addrLen := 16
 	if src.Is4() {
@@ -162,10 +182,12 @@ func (a *Advertisement) Decode(b []byte, src, dst netip.Addr) error {
 	if centis == 0 {
 		return DropInterval
 	}
+	a.Version = Version
 	a.VRID = b[1]
 	a.Priority = b[2]
 	a.Interval = time.Duration(centis) * centisecond
 	a.Checksum = form
+	a.Auth = Auth{}
 	a.Addresses = a.Addresses[:0]
 	for off := headerLen; off < len(b); off += addrLen {
 		if addrLen == 4 {

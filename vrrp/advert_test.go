@@ -36,7 +36,9 @@ func TestAdvertRoundTrip(t *testing.T) {
 			if err := got.Decode(b, tt.src, tt.dst); err != nil {
 				t.Fatalf("Decode: %v", err)
 			}
-			if diff := cmp.Diff(tt.adv, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
+			want := tt.adv
+			want.Version = Version // zero encodes as 3
+			if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
 				t.Errorf("round trip (-want +got):\n%s", diff)
 			}
 		})
@@ -101,7 +103,8 @@ func TestDecodeDrops(t *testing.T) {
 	}{
 		{"empty", nil, src4, GroupIPv4, DropTooShort},
 		{"7 bytes", good[:7], src4, GroupIPv4, DropTooShort},
-		{"version 2", mod(func(b []byte) []byte { b[0] = 0x21; return b }), src4, GroupIPv4, DropVersion},
+		{"version 1", mod(func(b []byte) []byte { b[0] = 0x11; return b }), src4, GroupIPv4, DropVersion},
+		{"version 4", mod(func(b []byte) []byte { b[0] = 0x41; return b }), src4, GroupIPv4, DropVersion},
 		{"type 2", mod(func(b []byte) []byte { b[0] = 0x32; return b }), src4, GroupIPv4, DropType},
 		{"count too high", mod(func(b []byte) []byte { b[3] = 2; return b }), src4, GroupIPv4, DropLength},
 		{"trailing byte", mod(func(b []byte) []byte { return append(b, 0) }), src4, GroupIPv4, DropLength},

@@ -10,7 +10,7 @@ type DropReason uint8
 const (
 	dropInvalid            DropReason = iota
 	DropTooShort                      // shorter than the fixed header
-	DropVersion                       // not VRRP version 3
+	DropVersion                       // a VRRP version the virtual router does not accept
 	DropType                          // not an advertisement
 	DropFamily                        // source and destination of different families
 	DropLength                        // length does not match the address count
@@ -24,6 +24,8 @@ const (
 	DropZeroNotMaster                 // priority 0 from a router that is not our Master
 	DropUnknownOwner                  // priority 255 from a host neither a peer nor our Master
 	DropSourceNotLinkLocal            // IPv6 multicast: the source is not a link-local address
+	DropAuth                          // VRRPv2: authentication type or password not ours
+	DropIntervalMismatch              // VRRPv2: an advert interval other than ours
 	numDropReasons
 )
 
@@ -45,12 +47,14 @@ var dropNames = [numDropReasons]string{
 	DropUnknownOwner:  "unknown_owner",
 
 	DropSourceNotLinkLocal: "source_not_link_local",
+	DropAuth:               "auth",
+	DropIntervalMismatch:   "interval_mismatch",
 }
 
 var dropTexts = [numDropReasons]string{
 	dropInvalid:       "invalid drop reason",
 	DropTooShort:      "packet shorter than a VRRP header",
-	DropVersion:       "not VRRP version 3",
+	DropVersion:       "a VRRP version this virtual router does not speak (see version and accept_versions)",
 	DropType:          "not a VRRP advertisement",
 	DropFamily:        "source and destination of different address families",
 	DropLength:        "length does not match the address count",
@@ -65,6 +69,8 @@ var dropTexts = [numDropReasons]string{
 	DropUnknownOwner:  "priority 255 (address owner) from a host that is neither a configured peer nor the current Master",
 
 	DropSourceNotLinkLocal: "IPv6 advert from a source that is not link-local (RFC 5798 section 5.1.2.1)",
+	DropAuth:               "VRRPv2 authentication type or password differs from ours (auth_pass)",
+	DropIntervalMismatch:   "VRRPv2 advert interval differs from ours: RFC 3768 routers of a group must agree on it",
 }
 
 // DropReasons lists every reason, for callers that pre-create counters.

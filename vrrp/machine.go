@@ -96,6 +96,22 @@ type Config struct {
 	// Multicast always requires 255 (RFC 5798 section 7.1), and a range
 	// without Peers is refused.
 	UnicastMinTTL, UnicastMaxTTL uint8
+	// Version is the VRRP version sent: 3 (RFC 5798; 0 means 3) or 2 (RFC
+	// 3768: IPv4, whole seconds, Auth). A VRRPv2 router never learns the
+	// Master's interval: RFC 3768 routers of a group agree on it, and an
+	// advert with another is dropped.
+	Version uint8
+	// AcceptOtherVersion also accepts adverts of the other version of its
+	// VRID (RFC 5798 section 8.4), so a group can move from VRRPv2 to
+	// VRRPv3 one router at a time without two Masters.
+	AcceptOtherVersion bool
+	// Auth is the VRRPv2 authentication sent and required of VRRPv2
+	// adverts (VRRPv3 adverts carry none).
+	Auth Auth
+	// AddressOwner is a host trusted with priority 255 besides Peers and
+	// the Master followed: a keepalived router that owns the addresses
+	// (state MASTER without a priority gives it 255).
+	AddressOwner netip.Addr
 }
 
 // Limits of Config.MasterDownAdverts.
@@ -113,6 +129,10 @@ func (c Config) owned() Config {
 		c.Peers[i] = p.WithZone("")
 	}
 	c.Primary = c.Primary.WithZone("")
+	c.AddressOwner = c.AddressOwner.WithZone("")
+	if c.Version == 0 {
+		c.Version = Version
+	}
 	if c.MasterDownAdverts == 0 {
 		c.MasterDownAdverts = DefaultMasterDownAdverts
 	}
@@ -133,6 +153,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("vrrp: priority %d is not valid (1..254)", c.Priority)
 	case c.AdvertInterval < MinAdvertInterval || c.AdvertInterval > MaxAdvertInterval || c.AdvertInterval%centisecond != 0:
 		return fmt.Errorf("vrrp: advert interval %v is not a multiple of 10ms between %v and %v", c.AdvertInterval, MinAdvertInterval, MaxAdvertInterval)
+	case c.validateVersion() != nil:
+		return c.validateVersion()
 	case c.PreemptDelay < 0:
 		return fmt.Errorf("vrrp: negative preempt delay %v", c.PreemptDelay)
 	case c.TakeoverGrace < 0 || c.TakeoverGrace >= c.AdvertInterval:
@@ -385,8 +407,12 @@ func (m *Machine) frozenLate() time.Duration {
 func (m *Machine) MasterAdverInterval() time.Duration { return m.masterAdverInterval }
 
 // SkewTime is ((256 - Priority) * Master_Adver_Interval) / 256 (RFC 5798
-// section 6.1), computed in nanoseconds as keepalived does in microseconds.
+// section 6.1), computed in nanoseconds as keepalived does in microseconds;
+// for VRRPv2 (256 - Priority) / 256 seconds (RFC 3768 section 6.1).
 func (m *Machine) SkewTime() time.Duration {
+	if m.cfg.Version == Version2 {
+		return time.Duration(256-int(m.prio)) * time.Second / 256
+	}
 	return time.Duration(256-int(m.prio)) * m.masterAdverInterval / 256
 }
 
@@ -690,8 +716,14 @@ func (m *Machine) ReceiveAdvert(src netip.Addr, ttl int, adv *Advertisement, out
 	if err := m.checkTTL(ttl); err != nil {
 		return out, err
 	}
+	if err := m.checkVersion(adv); err != nil {
+		return out, err
+	}
 	if adv.VRID != m.cfg.VRID {
 		return out, DropVRID
+	}
+	if err := m.checkAuth(adv); err != nil {
+		return out, err
 	}
 	src = src.WithZone("")
 	if src.Is4() != m.cfg.Primary.Is4() || src.Is4In6() {
@@ -713,6 +745,9 @@ func (m *Machine) ReceiveAdvert(src netip.Addr, ttl int, adv *Advertisement, out
 	}
 	if adv.Priority == 0 && m.state == StateBackup && !followed && src != m.lowerMaster.Addr {
 		return out, DropZeroNotMaster
+	}
+	if m.cfg.Version == Version2 && adv.Interval != m.cfg.AdvertInterval {
+		return out, DropIntervalMismatch
 	}
 	if !m.running {
 		return out, nil
@@ -756,7 +791,8 @@ func (m *Machine) following(src netip.Addr) bool {
 // before a slow Master's second advert must learn its interval when it
 // yields to it, or it would time out again after every advert.)
 func (m *Machine) trusted(src netip.Addr) bool {
-	return m.cfg.TrustUnknownMasters || m.master.Addr.IsValid() && src == m.master.Addr || slices.Contains(m.cfg.Peers, src)
+	return m.cfg.TrustUnknownMasters || m.master.Addr.IsValid() && src == m.master.Addr ||
+		slices.Contains(m.cfg.Peers, src) || m.cfg.AddressOwner.IsValid() && src == m.cfg.AddressOwner
 }
 
 // learnt is the Master_Adver_Interval to use for a Master that sent adv: a
