@@ -366,7 +366,8 @@ func vrrpOnlyKeys(r *rawInstance) []struct {
 		{r.PreemptDelay, "preempt_delay"}, {r.UnicastPeers, "unicast_peers"}, {r.UnicastSource, "unicast_source"},
 		{r.UnicastMinTTL, "unicast_min_ttl"}, {r.UnicastMaxTTL, "unicast_max_ttl"}, {r.Checksum, "checksum"},
 		{r.Follow, "follow"}, {r.SplitBrainRecovery, "split_brain_recovery"}, {r.MasterDownAdverts, "master_down_adverts"},
-		{r.TrustUnknownMasters, "trust_unknown_masters"},
+		{r.TrustUnknownMasters, "trust_unknown_masters"}, {r.Version, "version"}, {r.AcceptVersions, "accept_versions"},
+		{r.AuthPass, "auth_pass"}, {r.AddressOwner, "address_owner"},
 	}
 }
 

@@ -109,6 +109,22 @@ type Instance struct {
 	// the Master followed claim priority 255 and have its advert interval
 	// learnt from one advert, as RFC 5798 does.
 	TrustUnknownMasters bool
+	// Version is the VRRP version spoken: 3 (RFC 5798, the default) or 2
+	// (RFC 3768: IPv4 only, whole-second intervals, AuthPass), for groups
+	// with keepalived routers at its default vrrp_version 2.
+	Version uint8
+	// AcceptOtherVersion: adverts of the other version of the VRID are
+	// accepted too (accept_versions = [2, 3]), so a group can move from
+	// VRRPv2 to VRRPv3 one host at a time without two Masters.
+	AcceptOtherVersion bool
+	// AuthPass is VRRPv2's simple text password (RFC 2338), 1..8 bytes,
+	// "" for none. It is sent in clear: it keeps a misconfigured router
+	// out of the group, not an attacker.
+	AuthPass string
+	// AddressOwner is a host, of the VIPs' family, whose priority 255
+	// (the address owner's: a keepalived router with state MASTER and no
+	// priority) is accepted in a multicast group; zero: none.
+	AddressOwner netip.Addr
 }
 
 // Track is one health tracker, an [[instance.track]] table. Only the keys of

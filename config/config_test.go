@@ -67,6 +67,7 @@ func defaults(name, ifname string, vrid uint8, vips ...string) Instance {
 
 		SplitBrainRecovery: true,
 		MasterDownAdverts:  3,
+		Version:            3,
 		UnicastMinTTL:      255,
 		UnicastMaxTTL:      255,
 	}
@@ -224,6 +225,7 @@ timeout = "10m"
 					SplitBrainRecovery:  false,
 					MasterDownAdverts:   10,
 					TrustUnknownMasters: true,
+					Version:             3,
 				}},
 			},
 		},

@@ -51,6 +51,12 @@ type rawInstance struct {
 	Follow         field   `toml:"follow"`
 	GARP           rawGARP `toml:"garp"`
 
+	// VRRPv2 and moving between versions (version.go).
+	Version        field `toml:"version"`
+	AcceptVersions field `toml:"accept_versions"`
+	AuthPass       field `toml:"auth_pass"`
+	AddressOwner   field `toml:"address_owner"`
+
 	// BGP announcements (bgp.go).
 	Announce             field `toml:"announce"`
 	Communities          field `toml:"communities"`

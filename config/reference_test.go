@@ -75,8 +75,8 @@ func TestReferenceExamples(t *testing.T) {
 	if got.Global.NodeName != "cp-1" {
 		t.Errorf("NodeName = %q, want the example's cp-1", got.Global.NodeName)
 	}
-	if len(got.Instances) != 4 {
-		t.Fatalf("got %d instances, want the examples' second, third and fourth too", len(got.Instances))
+	if len(got.Instances) != 5 {
+		t.Fatalf("got %d instances, want the examples' second to fifth too", len(got.Instances))
 	}
 	in := got.Instances[0]
 	if len(in.UnicastPeers) == 0 || !in.UnicastSource.IsValid() {
@@ -130,6 +130,11 @@ func TestReferenceExamples(t *testing.T) {
 	if any := got.Instances[3]; any.Announce != AnnounceBGPAnycast || any.VRID != 0 || any.Interface != "" ||
 		len(any.BGP.Communities) != 1 || any.BGP.MED == nil || any.BGP.GracefulShutdownTime != 5*time.Second || any.BGP.AnycastMinPriority != 60 {
 		t.Errorf("fourth instance is not the anycast example: %+v", any)
+	}
+
+	// The fifth joins keepalived at VRRPv2.
+	if v2 := got.Instances[4]; v2.Version != 2 || !v2.AcceptOtherVersion || v2.AuthPass != "k8s-api1" || v2.AddressOwner != netip.MustParseAddr("192.0.2.1") {
+		t.Errorf("fifth instance is not the VRRPv2 example: %+v", v2)
 	}
 
 	// The third is the dual-stack follower of the first.

@@ -226,7 +226,12 @@ func (c *checker) instance(i int, r *rawInstance) Instance {
 		}
 	}
 
-	if d, ok := c.duration(r.AdvertInterval, key("advert_interval"), minAdvertInterval, maxAdvertInterval); ok {
+	// VRRPv2 carries up to 255s; version() checks its whole seconds.
+	maxInterval := maxAdvertInterval
+	if n, ok := r.Version.val.(int64); ok && n == vrrp.Version2 {
+		maxInterval = vrrp.MaxAdvertIntervalV2
+	}
+	if d, ok := c.duration(r.AdvertInterval, key("advert_interval"), minAdvertInterval, maxInterval); ok {
 		if d%advertUnit != 0 {
 			c.add(key("advert_interval"), "advert_interval %q is not a multiple of 10ms (VRRPv3 carries it in centiseconds)", r.AdvertInterval.val)
 		} else {
@@ -387,6 +392,7 @@ func (c *checker) instance(i int, r *rawInstance) Instance {
 	if b, ok := c.boolean(r.TrustUnknownMasters, key("trust_unknown_masters")); ok {
 		in.TrustUnknownMasters = b
 	}
+	c.version(r, &in, key)
 	in.Tracks = c.tracks(key("track"), r.Track)
 	in.Notify = c.notify(key("notify"), &r.Notify)
 	in.BGP = c.instanceBGP(at, r, in.Announce)
