@@ -200,7 +200,7 @@ func prefixString(p netip.Prefix) string {
 }
 
 func hasDetails(st InstanceStatus) bool {
-	return len(st.Trackers) > 0 || len(st.Counters.Drops) > 0 || len(st.Warnings) > 0 || rfc9568Peers(st) != "" || st.Waiting != "" ||
+	return len(st.Trackers) > 0 || len(st.Counters.Drops) > 0 || len(st.Warnings) > 0 || peersWithForm(st, "rfc9568") != "" || peersWithForm(st, "vrrpv2") != "" && st.Version != 2 || st.Waiting != "" ||
 		(st.Announce != "" && st.Announce != "arp") ||
 		st.Drained || len(st.VIPs) > 1 || otherMaster(st) || hasParts(st.Priority)
 }
@@ -302,8 +302,11 @@ func renderDetails(w io.Writer, st InstanceStatus, now time.Time) {
 		}
 		fmt.Fprintf(tw, "  %s\troutes: %s\n", st.Announce, routes)
 	}
-	if peers := rfc9568Peers(st); peers != "" {
+	if peers := peersWithForm(st, "rfc9568"); peers != "" {
 		fmt.Fprintf(tw, "  checksum\tRFC 9568 form (no IPv4 pseudo-header) from %s\n", peers)
+	}
+	if peers := peersWithForm(st, "vrrpv2"); peers != "" && st.Version != 2 {
+		fmt.Fprintf(tw, "  version\tVRRPv2 adverts from %s\n", peers)
 	}
 	for _, warn := range st.Warnings {
 		fmt.Fprintf(tw, "  WARNING\t%s\n", warn)
@@ -311,12 +314,12 @@ func renderDetails(w io.Writer, st InstanceStatus, now time.Time) {
 	tw.Flush()
 }
 
-// rfc9568Peers lists the peers whose adverts use the RFC 9568 checksum;
-// the RFC 5798 form, everyone's default, goes unsaid.
-func rfc9568Peers(st InstanceStatus) string {
+// peersWithForm lists the peers whose adverts use the checksum form, or
+// "vrrpv2"; the RFC 5798 form, everyone's default, goes unsaid.
+func peersWithForm(st InstanceStatus, form string) string {
 	var peers []string
 	for a, f := range st.PeerChecksums {
-		if f == "rfc9568" {
+		if f == form {
 			peers = append(peers, a)
 		}
 	}

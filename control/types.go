@@ -61,6 +61,8 @@ type InstanceStatus struct {
 	Name      string `json:"name"`
 	Interface string `json:"interface"`
 	VRID      uint8  `json:"vrid"`
+	// Version is the VRRP version this host sends, 3 or 2.
+	Version int `json:"version,omitempty"`
 	// LocalAddress is the source address of our adverts, which lets a
 	// reader tell whether the Master is this host.
 	LocalAddress netip.Addr `json:"local_address,omitzero"`
@@ -84,7 +86,8 @@ type InstanceStatus struct {
 	Warnings []string `json:"warnings"`
 	// PeerChecksums is the checksum form each peer's adverts use: rfc5798
 	// (with the IPv4 pseudo-header, keepalived's and FRR's default) or
-	// rfc9568 (without, as Cisco and Juniper send).
+	// rfc9568 (without, as Cisco and Juniper send); vrrpv2 for a peer
+	// whose adverts are VRRPv2 (RFC 3768), whose checksum has one form.
 	PeerChecksums map[string]string `json:"peer_checksums,omitempty"`
 	// Waiting says what the instance waits for before it joins its group:
 	// the interface, its address, an IPv6 link-local address still in

@@ -24,6 +24,7 @@ func (d *Daemon) StatusReport() []control.InstanceStatus {
 			Name:         st.Name,
 			Interface:    st.Interface,
 			VRID:         st.VRID,
+			Version:      int(st.Version),
 			LocalAddress: st.Primary,
 			State:        control.State(st.State.String()),
 			Since:        st.Since,

@@ -29,11 +29,25 @@ func (in *instance) machineConfig(ic config.Instance) vrrp.Config {
 		TrustUnknownMasters: ic.TrustUnknownMasters,
 		MasterDownAdverts:   ic.MasterDownAdverts,
 		Follower:            ic.Follow != "",
+		Version:             ic.Version,
+		AcceptOtherVersion:  ic.AcceptOtherVersion,
+		Auth:                advertAuth(ic),
+		AddressOwner:        ic.AddressOwner,
 	}
 	for _, v := range ic.VIPs {
 		cfg.Addresses = append(cfg.Addresses, v.Addr())
 	}
 	return cfg
+}
+
+// advertAuth is the VRRPv2 authentication ic sends and requires; config
+// has checked the password's length.
+func advertAuth(ic config.Instance) vrrp.Auth {
+	if ic.AuthPass == "" {
+		return vrrp.Auth{}
+	}
+	a, _ := vrrp.PasswordAuth(ic.AuthPass)
+	return a
 }
 
 // policyConfig is the announcement policy's view of ic; without a claim
@@ -145,7 +159,8 @@ func (in *instance) sendAdvert(prio uint8) {
 			in.advAddrs = append(in.advAddrs, v.Addr())
 		}
 	}
-	adv := vrrp.Advertisement{VRID: in.cfg.VRID, Priority: prio, Interval: in.cfg.AdvertInterval, Checksum: in.cfg.Checksum, Addresses: in.advAddrs}
+	adv := vrrp.Advertisement{Version: in.cfg.Version, VRID: in.cfg.VRID, Priority: prio, Interval: in.cfg.AdvertInterval,
+		Checksum: in.cfg.Checksum, Addresses: in.advAddrs, Auth: advertAuth(in.cfg)}
 	dsts := in.cfg.UnicastPeers
 	if len(dsts) == 0 {
 		dsts = []netip.Addr{vrrp.GroupIPv4}
@@ -231,7 +246,7 @@ func (in *instance) receive(p *received, out []vrrp.Action) {
 		return
 	}
 	in.counters.advertsReceived.Add(1)
-	in.noteChecksum(p.src, p.adv.Checksum)
+	in.notePeerForm(p.src, &p.adv)
 	if p.adv.Priority > 0 {
 		in.successorHeard(p.src)
 	}
@@ -243,16 +258,26 @@ func (in *instance) receive(p *received, out []vrrp.Action) {
 // maxChecksumPeers bounds the peers whose checksum form status shows.
 const maxChecksumPeers = 16
 
-// noteChecksum records which checksum form (RFC 5798 with the IPv4
-// pseudo-header, or RFC 9568 without) a peer uses, for status.
-func (in *instance) noteChecksum(src netip.Addr, form vrrp.ChecksumForm) {
+// peerFormV2 is what status says of a peer whose adverts are VRRPv2: its
+// checksum has one form, and which version a peer still speaks is what
+// matters while a group moves to VRRPv3.
+const peerFormV2 = "vrrpv2"
+
+// notePeerForm records which checksum form (RFC 5798 with the IPv4
+// pseudo-header, or RFC 9568 without) a peer uses, or that it speaks
+// VRRPv2, for status.
+func (in *instance) notePeerForm(src netip.Addr, adv *vrrp.Advertisement) {
+	form := adv.Checksum.String()
+	if adv.Version == vrrp.Version2 {
+		form = peerFormV2
+	}
 	in.pubMu.Lock()
 	defer in.pubMu.Unlock()
 	if f, ok := in.pub.checksums[src]; ok && f == form {
 		return
 	}
 	if in.pub.checksums == nil || len(in.pub.checksums) >= maxChecksumPeers {
-		in.pub.checksums = map[netip.Addr]vrrp.ChecksumForm{}
+		in.pub.checksums = map[netip.Addr]string{}
 	}
 	in.pub.checksums[src] = form
 }

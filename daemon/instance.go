@@ -172,7 +172,7 @@ func newInstance(ic config.Instance, pools pools, stateDir string, log *slog.Log
 	in.holder = newAddressHolder(env.Links, holderIf, ic.VIPs, in.log, in.heldChanged)
 	in.drained, in.drainNote = in.loadDrain()
 	in.pub = published{
-		vips: ic.VIPs, base: ic.Priority, interval: ic.AdvertInterval,
+		vips: ic.VIPs, base: ic.Priority, interval: ic.AdvertInterval, version: ic.Version,
 		drained: in.drained, drainNote: in.drainNote, state: vrrp.StateInitialize,
 	}
 	in.pub.priority = in.effectivePriority()

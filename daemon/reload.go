@@ -282,6 +282,15 @@ func (in *instance) prepare(ic config.Instance) (*instanceUpdate, error) {
 	if old.Preempt != ic.Preempt || old.PreemptDelay != ic.PreemptDelay {
 		note("preempt %v/%v -> %v/%v", old.Preempt, old.PreemptDelay, ic.Preempt, ic.PreemptDelay)
 	}
+	if old.Version != ic.Version || old.AcceptOtherVersion != ic.AcceptOtherVersion {
+		note("VRRP version %s -> %s: state kept", versionText(old), versionText(ic))
+	}
+	if old.AuthPass != ic.AuthPass {
+		note("auth_pass changed")
+	}
+	if old.AddressOwner != ic.AddressOwner {
+		note("address_owner %v -> %v", old.AddressOwner, ic.AddressOwner)
+	}
 	if old.GARP != ic.GARP {
 		note("garp %+v -> %+v", old.GARP, ic.GARP)
 	}
@@ -295,6 +304,15 @@ func (in *instance) prepare(ic config.Instance) (*instanceUpdate, error) {
 		note("notify hooks changed")
 	}
 	return u, nil
+}
+
+// versionText is the version sent and, while moving between versions, the
+// other one accepted.
+func versionText(ic config.Instance) string {
+	if ic.AcceptOtherVersion {
+		return fmt.Sprintf("%d (accepting 2 and 3)", ic.Version)
+	}
+	return fmt.Sprint(ic.Version)
 }
 
 // apply commits a prepared change; it cannot fail. The machine keeps its
@@ -312,7 +330,7 @@ func (in *instance) apply(u *instanceUpdate) {
 		in.setPrimary(u.source)
 	}
 	in.pubMu.Lock()
-	in.pub.base, in.pub.interval = u.cfg.Priority, u.cfg.AdvertInterval
+	in.pub.base, in.pub.interval, in.pub.version = u.cfg.Priority, u.cfg.AdvertInterval, u.cfg.Version
 	in.pubMu.Unlock()
 	if in.m != nil {
 		// Checked in prepare with the same configuration.

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -36,6 +37,7 @@ type Status struct {
 	Drops       map[string]uint64
 	// AdvertInterval is ours; LastSent when we last advertised.
 	AdvertInterval time.Duration
+	Version        uint8 // the VRRP version we send
 	LastSent       time.Time
 	Trackers       []TrackerStatus
 	// Warnings are anomalies in words, for status.
@@ -84,6 +86,7 @@ type published struct {
 	vips      []netip.Prefix
 	base      uint8
 	interval  time.Duration
+	version   uint8
 	drained   bool
 	drainNote string
 	primary   netip.Addr
@@ -95,11 +98,11 @@ type published struct {
 	master    vrrp.MasterInfo
 	lastSent  time.Time
 	trackers  []*health.Tracker
-	conflict  announce.Claim // the last claim of a VIP by another host
-	standDown bool           // holding the VIPs without announcing them
-	handover  HandoverReport // the last planned move
-	checksums map[netip.Addr]vrrp.ChecksumForm
-	waiting   string // what the instance waits for before it can start
+	conflict  announce.Claim        // the last claim of a VIP by another host
+	standDown bool                  // holding the VIPs without announcing them
+	handover  HandoverReport        // the last planned move
+	checksums map[netip.Addr]string // a peer's checksum form, or peerFormV2
+	waiting   string                // what the instance waits for before it can start
 }
 
 // warningWindow is how long a conflict or collision stays in status.
@@ -135,10 +138,7 @@ func (in *instance) status() Status {
 	p := in.pub
 	var checksums map[netip.Addr]string
 	if len(p.checksums) > 0 {
-		checksums = map[netip.Addr]string{}
-		for a, f := range p.checksums {
-			checksums[a] = f.String()
-		}
+		checksums = maps.Clone(p.checksums)
 	}
 	in.pubMu.Unlock()
 	st := Status{
@@ -157,6 +157,7 @@ func (in *instance) status() Status {
 		Priority:       p.priority,
 		Master:         p.master,
 		AdvertInterval: p.interval,
+		Version:        p.version,
 		LastSent:       p.lastSent,
 		StandingDown:   p.standDown && p.state == vrrp.StateMaster,
 		Handover:       p.handover,
