@@ -63,6 +63,12 @@ type cluster struct {
 
 func newCluster(t *testing.T, interval time.Duration, kinds ...lab.DaemonKind) *cluster {
 	t.Helper()
+	return newClusterGroup(t, lab.DefaultGroupConfig(len(kinds), interval), kinds...)
+}
+
+// newClusterGroup is newCluster with the group's settings given.
+func newClusterGroup(t *testing.T, g lab.GroupConfig, kinds ...lab.DaemonKind) *cluster {
+	t.Helper()
 	needRoot(t)
 	for _, k := range kinds {
 		if k == lab.Keepalived {
@@ -75,7 +81,7 @@ func newCluster(t *testing.T, interval time.Duration, kinds ...lab.DaemonKind) *
 	if err != nil {
 		t.Fatalf("lab: %v", err)
 	}
-	c := &cluster{t: t, l: l, group: lab.DefaultGroupConfig(len(kinds), interval), kinds: kinds}
+	c := &cluster{t: t, l: l, group: g, kinds: kinds}
 	t.Cleanup(func() {
 		if t.Failed() {
 			c.dumpLogs()

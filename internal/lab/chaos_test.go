@@ -93,7 +93,7 @@ func TestFloodFramesEachHaveTheirDefect(t *testing.T) {
 		"ttl-1":          {nil, func(ip []byte, _ vrrp.Advertisement) bool { return ip[8] == 1 && vrrp.CheckTTL(1) != nil }},
 		"ttl-254":        {nil, func(ip []byte, _ vrrp.Advertisement) bool { return ip[8] == 254 && vrrp.CheckTTL(254) != nil }},
 		"bad-checksum":   {vrrp.DropChecksum, nil},
-		"version-2":      {vrrp.DropVersion, nil},
+		"version-2":      {nil, func(_ []byte, a vrrp.Advertisement) bool { return a.Version == vrrp.Version2 }},
 		"version-15":     {vrrp.DropVersion, nil},
 		"type-2":         {vrrp.DropType, nil},
 		"count-too-high": {vrrp.DropLength, nil},

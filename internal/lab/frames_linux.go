@@ -34,8 +34,11 @@ type advertSpec struct {
 	addrs      []netip.Addr
 	ttl        byte
 	breakSum   bool // checksum off by one
-	v2Sum      bool // checksum without the IPv4 pseudo-header (VRRPv2 style)
-	ipLenExtra int  // IPv4 total length beyond the real one
+	// v2 lays the packet out as VRRPv2 (RFC 3768): 8 bytes of (empty)
+	// authentication data after the addresses, the checksum without the
+	// IPv4 pseudo-header; intervalCS is then the auth type and seconds.
+	v2         bool
+	ipLenExtra int // IPv4 total length beyond the real one
 }
 
 // FloodFrames are the malformed and foreign VRRP packets of the flood
@@ -60,7 +63,8 @@ func FloodFrames(src netip.Addr, srcMAC net.HardwareAddr, vip netip.Addr, vrid i
 		{"ttl-1", with(func(s *advertSpec) { s.ttl = 1 })},
 		{"ttl-254", with(func(s *advertSpec) { s.ttl = 254 })},
 		{"bad-checksum", with(func(s *advertSpec) { s.breakSum = true })},
-		{"version-2", with(func(s *advertSpec) { s.verType = 2<<4 | vrrpTypeAdvert; s.v2Sum = true })},
+		// Well formed, but VRRPv2: a VRRPv3 router drops it (RFC 5798 §7.1).
+		{"version-2", with(func(s *advertSpec) { s.verType, s.v2, s.intervalCS = 2<<4|vrrpTypeAdvert, true, 1 })},
 		{"version-15", with(func(s *advertSpec) { s.verType = 15<<4 | vrrpTypeAdvert })},
 		{"type-2", with(func(s *advertSpec) { s.verType = vrrpVersion<<4 | 2 })},
 		{"count-too-high", with(func(s *advertSpec) { s.count = 4 })},
@@ -90,7 +94,7 @@ func RandomFloodFrame(src netip.Addr, srcMAC net.HardwareAddr, r *rand.Rand) Flo
 }
 
 func vrrpFrame(src netip.Addr, srcMAC net.HardwareAddr, s advertSpec) []byte {
-	p := make([]byte, 8, 8+4*len(s.addrs))
+	p := make([]byte, 8, 8+4*len(s.addrs)+8)
 	p[0], p[1], p[2], p[3] = s.verType, s.vrid, s.prio, s.count
 	binary.BigEndian.PutUint16(p[4:], s.intervalCS&0x0fff)
 	for _, a := range s.addrs {
@@ -98,7 +102,8 @@ func vrrpFrame(src netip.Addr, srcMAC net.HardwareAddr, s advertSpec) []byte {
 		p = append(p, b[:]...)
 	}
 	var sum uint16
-	if s.v2Sum {
+	if s.v2 {
+		p = append(p, make([]byte, 8)...)
 		sum = inetChecksum(p)
 	} else {
 		sum = vrrpChecksum(src, p)

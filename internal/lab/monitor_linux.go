@@ -373,9 +373,17 @@ type advert struct {
 }
 
 // parseAdvert reads the fields the lab needs from a VRRPv3 advert (RFC 5798
-// §5.2); the kernel strips the IPv4 header from raw reads.
+// §5.2) or a VRRPv2 one (RFC 3768 §5.3: whole seconds in byte 5); the kernel
+// strips the IPv4 header from raw reads.
 func parseAdvert(b []byte) (advert, bool) {
-	if len(b) < 8 || b[0]>>4 != vrrpVersion || b[0]&0x0f != vrrpTypeAdvert {
+	if len(b) < 8 || b[0]&0x0f != vrrpTypeAdvert {
+		return advert{}, false
+	}
+	switch b[0] >> 4 {
+	case 2:
+		return advert{vrid: int(b[1]), prio: int(b[2]), interval: time.Duration(b[5]) * time.Second}, true
+	case vrrpVersion:
+	default:
 		return advert{}, false
 	}
 	cs := binary.BigEndian.Uint16(b[4:6]) & 0x0fff // §5.2.7: centiseconds
