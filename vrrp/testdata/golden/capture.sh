@@ -1,18 +1,30 @@
 #!/usr/bin/env bash
-# capture.sh regenerates the golden VRRPv3 advertisements in this directory by
-# running keepalived and FRR vrrpd in a throw-away network-namespace lab and
+# capture.sh regenerates the golden IPv4 VRRP advertisements in this directory
+# by running keepalived and FRR vrrpd in a throw-away network-namespace lab and
 # capturing what they put on the wire with tcpdump.
 #
-# Usage: sudo ./capture.sh [OUTDIR [PCAPDIR]]
+# Usage: sudo ./capture.sh [-v 3|2] [OUTDIR [PCAPDIR]]
+#   -v 3    VRRPv3 (RFC 5798) from keepalived and FRR vrrpd (the default)
+#   -v 2    VRRPv2 (RFC 3768) from keepalived only: the keepalived-v2-* files
 #   OUTDIR  where the .txt files go (default: this directory)
-#   PCAPDIR if given, the raw captures are copied there for inspection
+#   PCAPDIR if given, the raw captures (and keepalived's logs) are copied there
 #
-# Needs root, iproute2, tcpdump, keepalived and frr (zebra + vrrpd). Everything
+# Needs root, iproute2, tcpdump, keepalived and, for -v 3, frr (zebra + vrrpd). Everything
 # it creates (namespaces, bridge, veths, processes, a temporary directory) has a
 # per-run random suffix and is removed by the EXIT trap, also on failure. Only
 # 198.51.100.0/24 is used, and only inside the lab's own namespaces.
 set -euo pipefail
 
+VER=3 # VRRP version to capture
+usage() { echo "usage: capture.sh [-v 3|2] [OUTDIR [PCAPDIR]]" >&2; exit 2; }
+while getopts v: opt; do
+	case $opt in
+	v) VER=$OPTARG ;;
+	*) usage ;;
+	esac
+done
+shift $((OPTIND - 1))
+[[ $VER == 2 || $VER == 3 ]] || usage
 OUT=${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
 PCAPDIR=${2:-}
 [[ $(id -u) -eq 0 ]] || { echo "capture.sh: needs root (network namespaces, raw sockets)" >&2; exit 1; }
@@ -20,7 +32,9 @@ for bin in ip tcpdump keepalived awk; do
 	command -v "$bin" >/dev/null || { echo "capture.sh: $bin not found" >&2; exit 1; }
 done
 FRRBIN=/usr/lib/frr
-[[ -x $FRRBIN/zebra && -x $FRRBIN/vrrpd ]] || { echo "capture.sh: FRR zebra/vrrpd not found in $FRRBIN" >&2; exit 1; }
+if [[ $VER == 3 ]]; then
+	[[ -x $FRRBIN/zebra && -x $FRRBIN/vrrpd ]] || { echo "capture.sh: FRR zebra/vrrpd not found in $FRRBIN" >&2; exit 1; }
+fi
 
 SUF=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
 NS_BR=vgb-$SUF # holds the bridge, so the host namespace is never touched
@@ -92,7 +106,7 @@ node() {
 }
 node "$NS_O" po "$O_ADDR"
 node "$NS_K" pk "$K_ADDR"
-node "$NS_F" pf "$F_ADDR"
+if [[ $VER == 3 ]]; then node "$NS_F" pf "$F_ADDR"; fi
 
 # ---------------------------------------------------------------- helpers
 TCPDUMP_PID=
@@ -159,7 +173,9 @@ decode() {
 
 # store PCAP SRC PRIOSEL NAME COMMENT...: write the advert(s) from SRC whose priority
 # byte matches PRIOSEL ("0" or "nonzero") as OUT/NAME. All matching adverts of one
-# run must be byte-identical (VRRPv3 has no sequence numbers), else we stop.
+# run must be byte-identical (neither VRRPv2 nor VRRPv3 has sequence numbers), else
+# we stop. Under -v 2 the checksum must be the RFC 3768 one (VRRP packet only) and
+# the file gets a "version 2" line.
 store() {
 	local pcap=$1 src=$2 sel=$3 name=$4
 	shift 4
@@ -181,8 +197,19 @@ store() {
 	fi
 	local s d ttl tos proto payload stored ph noph
 	read -r s d ttl tos proto payload stored ph noph <<<"$(head -1 <<<"$lines")"
+	if [[ ${payload:0:1} != "$VER" ]]; then
+		log "$name: version nibble ${payload:0:1}, expected $VER"
+		return 1
+	fi
 	local ck
-	if [[ $stored == "$ph" ]]; then
+	if [[ $VER == 2 ]]; then
+		# RFC 3768 section 5.3.8: the checksum covers the VRRP message only.
+		if [[ $stored != "$noph" || $stored == "$ph" ]]; then
+			log "$name: v2 checksum 0x$stored is not the RFC 3768 one 0x$noph (with pseudo-header: 0x$ph)"
+			return 1
+		fi
+		ck="checksum 0x$stored verified: RFC 1071 sum over the VRRP packet alone, auth data included, no IPv4 pseudo-header (RFC 3768 5.3.8; with the pseudo-header it would be 0x$ph)"
+	elif [[ $stored == "$ph" ]]; then
 		ck="checksum 0x$stored verified: RFC 1071 sum over the IPv4 pseudo-header (src, dst, 0, 112, VRRP length) + VRRP payload"
 	elif [[ $stored == "$noph" ]]; then
 		ck="checksum 0x$stored verified: sum over the VRRP payload only, WITHOUT the IPv4 pseudo-header"
@@ -201,7 +228,9 @@ store() {
 			printf "# the Master's adverts were byte-identical (at least %d captured); this is one of them\n" "$MIN_ADVERTS"
 		fi
 		printf '# %s\n' "$ck"
-		printf 'src %s\ndst %s\nttl %s\ntos %s\npayload %s\n' "$s" "$d" "$ttl" "$tos" "$payload"
+		printf 'src %s\ndst %s\nttl %s\ntos %s\n' "$s" "$d" "$ttl" "$tos"
+		if [[ $VER == 2 ]]; then printf 'version 2\n'; fi
+		printf 'payload %s\n' "$payload"
 	} >"$OUT/$name"
 	log "wrote $name ($count adverts, payload $payload)"
 }
@@ -215,27 +244,32 @@ first_advert_delay() { # PCAP SRC START_EPOCH: seconds from START to the first a
 # ---------------------------------------------------------------- keepalived
 KA_VER=$(keepalived --version 2>&1 | awk 'NR == 1 { print $2 }') # v2.2.7; awk reads all, so no SIGPIPE under pipefail
 KA_PKG=$(dpkg-query -W -f '${Version}' keepalived 2>/dev/null || echo unknown)
-KA_SRC="keepalived ${KA_VER#v} (Debian package $KA_PKG), vrrp_version 3"
+KA_SRC="keepalived ${KA_VER#v} (Debian package $KA_PKG), vrrp_version $VER"
 
-# keepalived_run TAG PRIORITY ADVERT_INT VIP...: run one keepalived instance until it
-# is Master and has sent a few adverts, then SIGTERM it (which sends priority 0).
+# keepalived_run TAG STATE PRIORITY ADVERT_INT AUTH_PASS VIP...: run one keepalived
+# instance until it is Master and has sent a few adverts, then SIGTERM it (which
+# sends priority 0). An empty PRIORITY leaves the priority line out, so keepalived
+# picks its default; a non-empty AUTH_PASS adds authentication with auth_type PASS.
 keepalived_run() {
-	local tag=$1 prio=$2 adv=$3
-	shift 3
-	local dir=$WORK/ka-$tag vip vips=
+	local tag=$1 state=$2 prio=$3 adv=$4 pass=$5
+	shift 5
+	local dir=$WORK/ka-$tag vip vips= prioline= auth=
 	mkdir -p "$dir"
 	for vip in "$@"; do vips+="        $vip/32 dev eth0"$'\n'; done
+	if [[ -n $prio ]]; then prioline="    priority $prio"$'\n'; fi
+	if [[ -n $pass ]]; then
+		auth="    authentication {"$'\n'"        auth_type PASS"$'\n'"        auth_pass $pass"$'\n'"    }"$'\n'
+	fi
 	cat >"$dir/keepalived.conf" <<EOF
 global_defs {
-    vrrp_version 3
+    vrrp_version $VER
 }
 vrrp_instance VI_$VRID {
-    state BACKUP
+    state $state
     interface eth0
     virtual_router_id $VRID
-    priority $prio
-    advert_int $adv
-    virtual_ipaddress {
+${prioline}    advert_int $adv
+${auth}    virtual_ipaddress {
 $vips    }
 }
 EOF
@@ -246,15 +280,73 @@ EOF
 		-f "$dir/keepalived.conf" -p "$dir/keepalived.pid" -r "$dir/vrrp.pid" >"$dir/keepalived.log" 2>&1 &
 	pid=$!
 	spawned "$pid"
-	wait_adverts "$dir/cap.pcap" "$K_ADDR" "$MIN_ADVERTS" 30
+	# Master_Down_Interval is 3 advert intervals plus a skew (under 1 s in VRRPv2, under
+	# 1 interval in VRRPv3), then MIN_ADVERTS-1 more intervals.
+	wait_adverts "$dir/cap.pcap" "$K_ADDR" "$MIN_ADVERTS" $((30 + 5 * ${adv%.*}))
 	log "keepalived $tag: first advert $(first_advert_delay "$dir/cap.pcap" "$K_ADDR" "$start")s after start"
 	kill -TERM "$pid"
 	reap "$pid"
 	sleep 1
 	stop_capture "$dir/cap.pcap" "keepalived-$tag"
+	if [[ -n $PCAPDIR ]]; then cp "$dir/keepalived.log" "$PCAPDIR/keepalived-$tag.log"; fi
 }
 
-keepalived_run a 100 1 "$VIP1"
+# ka_conf TAG: the config of run TAG as comment lines, for store's COMMENT arguments.
+ka_conf() {
+	KA_CONF=("keepalived.conf:")
+	local l
+	while IFS= read -r l; do KA_CONF+=("  $l"); done <"$WORK/ka-$1/keepalived.conf"
+}
+
+# ---------------------------------------------------------------- VRRPv2 (-v 2)
+if [[ $VER == 2 ]]; then
+	V2_SRC="source: $KA_SRC (RFC 3768), captured with tcpdump in a network-namespace lab"
+
+	keepalived_run v2-a BACKUP 100 1 "" "$VIP1"
+	ka_conf v2-a
+	store "$WORK/ka-v2-a/cap.pcap" "$K_ADDR" nonzero keepalived-v2-vrid51-prio100.txt "$V2_SRC" \
+		"config: state BACKUP, virtual_router_id 51, priority 100, advert_int 1, no authentication, VIP $VIP1/32" \
+		"${KA_CONF[@]}"
+	store "$WORK/ka-v2-a/cap.pcap" "$K_ADDR" 0 keepalived-v2-vrid51-prio0.txt "$V2_SRC" \
+		"config: as keepalived-v2-vrid51-prio100.txt; sent by the Master when keepalived got SIGTERM" \
+		"${KA_CONF[@]}"
+
+	keepalived_run v2-b BACKUP 200 1 "" "$VIP1" "$VIP2"
+	ka_conf v2-b
+	store "$WORK/ka-v2-b/cap.pcap" "$K_ADDR" nonzero keepalived-v2-vrid51-prio200-2vips.txt "$V2_SRC" \
+		"config: state BACKUP, virtual_router_id 51, priority 200, advert_int 1, no authentication, VIPs $VIP1/32 $VIP2/32 (in that order)" \
+		"${KA_CONF[@]}"
+
+	keepalived_run v2-c BACKUP 100 1 secret12 "$VIP1"
+	ka_conf v2-c
+	store "$WORK/ka-v2-c/cap.pcap" "$K_ADDR" nonzero keepalived-v2-vrid51-prio100-pass.txt "$V2_SRC" \
+		"config: state BACKUP, virtual_router_id 51, priority 100, advert_int 1, auth_type PASS, auth_pass secret12 (8 characters, keepalived's maximum), VIP $VIP1/32" \
+		"${KA_CONF[@]}"
+
+	keepalived_run v2-d BACKUP 100 1 abc "$VIP1"
+	ka_conf v2-d
+	store "$WORK/ka-v2-d/cap.pcap" "$K_ADDR" nonzero keepalived-v2-vrid51-prio100-pass-short.txt "$V2_SRC" \
+		"config: state BACKUP, virtual_router_id 51, priority 100, advert_int 1, auth_type PASS, auth_pass abc (3 characters), VIP $VIP1/32" \
+		"${KA_CONF[@]}"
+
+	keepalived_run v2-e MASTER "" 1 "" "$VIP1"
+	ka_conf v2-e
+	store "$WORK/ka-v2-e/cap.pcap" "$K_ADDR" nonzero keepalived-v2-vrid51-prio255-owner.txt "$V2_SRC" \
+		"config: state MASTER, virtual_router_id 51, no priority line (keepalived then uses 255, address owner), advert_int 1, no authentication, VIP $VIP1/32" \
+		"${KA_CONF[@]}"
+
+	keepalived_run v2-f BACKUP 100 3 "" "$VIP1"
+	ka_conf v2-f
+	store "$WORK/ka-v2-f/cap.pcap" "$K_ADDR" nonzero keepalived-v2-vrid51-prio100-int3s.txt "$V2_SRC" \
+		"config: state BACKUP, virtual_router_id 51, priority 100, advert_int 3 (seconds), no authentication, VIP $VIP1/32" \
+		"${KA_CONF[@]}"
+
+	log "done; files in $OUT"
+	exit 0
+fi
+
+# ---------------------------------------------------------------- VRRPv3 (-v 3)
+keepalived_run a BACKUP 100 1 "" "$VIP1"
 store "$WORK/ka-a/cap.pcap" "$K_ADDR" nonzero keepalived-v3-vrid51-prio100.txt \
 	"source: $KA_SRC, advert_int 1, captured with tcpdump in a network-namespace lab" \
 	"config: state BACKUP, virtual_router_id 51, priority 100, advert_int 1 (100 cs), VIP $VIP1/32"
@@ -262,7 +354,7 @@ store "$WORK/ka-a/cap.pcap" "$K_ADDR" 0 keepalived-v3-vrid51-prio0.txt \
 	"source: $KA_SRC, advert_int 1, captured with tcpdump in a network-namespace lab" \
 	"config: as keepalived-v3-vrid51-prio100.txt; sent by the Master when keepalived got SIGTERM"
 
-keepalived_run b 100 0.1 "$VIP1"
+keepalived_run b BACKUP 100 0.1 "" "$VIP1"
 store "$WORK/ka-b/cap.pcap" "$K_ADDR" nonzero keepalived-v3-vrid51-prio100-int10cs.txt \
 	"source: $KA_SRC, advert_int 0.1, captured with tcpdump in a network-namespace lab" \
 	"config: state BACKUP, virtual_router_id 51, priority 100, advert_int 0.1 (10 cs), VIP $VIP1/32"
@@ -270,7 +362,7 @@ store "$WORK/ka-b/cap.pcap" "$K_ADDR" 0 keepalived-v3-vrid51-prio0-int10cs.txt \
 	"source: $KA_SRC, advert_int 0.1, captured with tcpdump in a network-namespace lab" \
 	"config: as keepalived-v3-vrid51-prio100-int10cs.txt; sent by the Master when keepalived got SIGTERM"
 
-keepalived_run c 200 1 "$VIP1" "$VIP2"
+keepalived_run c BACKUP 200 1 "" "$VIP1" "$VIP2"
 store "$WORK/ka-c/cap.pcap" "$K_ADDR" nonzero keepalived-v3-vrid51-prio200-2vips.txt \
 	"source: $KA_SRC, advert_int 1, captured with tcpdump in a network-namespace lab" \
 	"config: state BACKUP, virtual_router_id 51, priority 200, advert_int 1 (100 cs), VIPs $VIP1/32 $VIP2/32 (in that order)"
