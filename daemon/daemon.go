@@ -46,6 +46,12 @@ type Options struct {
 	// Handover, when set, is the state the previous process of this daemon
 	// left at a binary upgrade: its Masters carry on as Masters.
 	Handover *Handover
+	// Adopt: an instance whose VIPs are all on its interface at start
+	// (left there by the daemon vipd replaces, keepalived killed without
+	// its cleanup) starts as Master and keeps them instead of releasing
+	// them, so replacing the Master moves nothing. Instances started by a
+	// later reload do not adopt.
+	Adopt bool
 	// HeldFile, when set, is where the daemon keeps the list of addresses it
 	// holds, for `vipd cleanup` after a crash with an unreadable config.
 	HeldFile string
@@ -125,6 +131,7 @@ func New(cfg *config.Config, log *slog.Logger, env Env, opts Options) (*Daemon, 
 	for _, ic := range cfg.Instances {
 		in := d.newInstance(ic, cfg)
 		in.resume = opts.Handover.resumeFrom(in.id)
+		in.adopt = opts.Adopt && in.resume == nil
 		d.instances = append(d.instances, &running{in: in})
 	}
 	return d, nil

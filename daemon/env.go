@@ -24,6 +24,9 @@ type Links interface {
 	LinkLocal(ifname string) (addr netip.Addr, tentative bool, err error)
 	AddVIP(ifname string, vip netip.Prefix, label string) error
 	RemoveVIP(ifname string, vip netip.Prefix) error
+	// AdoptVIP takes an address equal to vip already on ifname for one
+	// vipd added, and reports whether it was there (Options.Adopt).
+	AdoptVIP(ifname string, vip netip.Prefix) (bool, error)
 	Watch(ctx context.Context, events chan<- netif.Event) error
 }
 

@@ -280,6 +280,12 @@ func (h *fakeHost) AddVIP(ifname string, vip netip.Prefix, label string) error {
 	return nil
 }
 
+func (h *fakeHost) AdoptVIP(ifname string, vip netip.Prefix) (bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.vips[vip], nil
+}
+
 func (h *fakeHost) RemoveVIP(ifname string, vip netip.Prefix) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -386,4 +392,11 @@ func (h *fakeHost) LinkLocal(ifname string) (netip.Addr, bool, error) {
 	var b [16]byte
 	b[0], b[1], b[15] = 0xfe, 0x80, h.addr.As4()[3]
 	return netip.AddrFrom16(b), h.tentative, nil
+}
+
+// hasVIP reports whether vip is on the host's interface now.
+func (h *fakeHost) hasVIP(vip netip.Prefix) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.vips[vip]
 }

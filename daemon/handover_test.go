@@ -121,3 +121,53 @@ func TestHostBaselineEveryFewSeconds(t *testing.T) {
 		}
 	})
 }
+
+// Replacing a keepalived Master: its VIP is on the interface at start. With
+// Options.Adopt the instance is Master at once and never removes it; a
+// higher-priority Master already there still wins the election. Without
+// it the leftover is released at start, as always.
+func TestAdoptKeepsTheVIPFound(t *testing.T) {
+	vip := testInstance(150).VIPs[0]
+	for _, tt := range []struct {
+		name      string
+		adopt     bool
+		other     bool // a Master of higher priority on the LAN
+		wantStart vrrp.State
+		wantEnd   vrrp.State
+	}{
+		{"adopted", true, false, vrrp.StateMaster, vrrp.StateMaster},
+		{"without adopt the leftover is released", false, false, vrrp.StateBackup, vrrp.StateMaster},
+		{"adopted, then a higher Master wins", true, true, vrrp.StateMaster, vrrp.StateBackup},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lan := &fakeLAN{}
+				if tt.other {
+					startCfgNode(t, newFakeHost(lan, "198.51.100.12"), Options{}, testInstance(200))
+					time.Sleep(5 * time.Second)
+				}
+				h := newFakeHost(lan, "198.51.100.11")
+				h.vips[vip] = true // left by the daemon being replaced
+				n := startCfgNode(t, h, Options{Adopt: tt.adopt}, testInstance(150))
+				synctest.Wait()
+				if st, has := n.state(), h.hasVIP(vip); !tt.other && (st != tt.wantStart || has != (tt.wantStart == vrrp.StateMaster)) {
+					t.Errorf("at start: state %v, VIP held %v; want %v", st, has, tt.wantStart)
+				}
+				removed := false
+				for range 100 { // longer than any Master_Down_Interval
+					time.Sleep(100 * time.Millisecond)
+					removed = removed || !h.hasVIP(vip)
+				}
+				if st := n.state(); st != tt.wantEnd {
+					t.Errorf("state %v, want %v", st, tt.wantEnd)
+				}
+				if tt.adopt && !tt.other && removed {
+					t.Error("the adopted VIP was removed")
+				}
+				if want := tt.wantEnd == vrrp.StateMaster; h.hasVIP(vip) != want {
+					t.Errorf("VIP held %v at the end, want %v", h.hasVIP(vip), want)
+				}
+			})
+		})
+	}
+}

@@ -129,3 +129,23 @@ func (h *addressHolder) remove(v netip.Prefix) {
 		delete(h.kept, v)
 	}
 }
+
+// adoptVIPs takes the VIPs already on the interface for vipd's (Options
+// .Adopt) and reports whether all were there. Those found are adopted even
+// when some are missing, so that the release that follows removes them.
+func (in *instance) adoptVIPs() bool {
+	all := true
+	for _, v := range in.cfg.VIPs {
+		found, err := in.env.Links.AdoptVIP(in.holder.ifname, v)
+		if err != nil {
+			in.log.Warn("not adopting an address equal to a VIP", "vip", v, "error", err)
+		}
+		all = all && found
+	}
+	if all {
+		in.log.Info("adopting the VIPs found on the interface: starting as Master", "interface", in.holder.ifname, "vips", in.cfg.VIPs)
+	} else {
+		in.log.Info("not adopting: some VIPs are not on the interface; starting as Backup", "interface", in.holder.ifname)
+	}
+	return all
+}

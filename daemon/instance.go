@@ -78,6 +78,7 @@ type instance struct {
 	holder     *addressHolder
 	notify     *hookRunner
 	resume     *InstanceHandover // from the previous process, at start only
+	adopt      bool              // Options.Adopt, at start only
 	detach     bool              // stop without releasing: a re-exec takes over
 	trackers   *trackerSet
 	drained    bool
@@ -296,9 +297,12 @@ func (in *instance) run(ctx context.Context) error {
 				in.counters.transitions.Store(r.Transitions - 1)
 				in.exec(in.m.Resume(up, r.State == vrrp.StateMaster.String() && r.Held, nil))
 				in.resume = nil
+			} else if in.adopt && in.adoptVIPs() {
+				in.exec(in.m.Adopt(up, nil))
 			} else {
 				in.exec(in.m.Start(up, nil))
 			}
+			in.adopt = false
 			if in.follow != "" && in.hooks.leaderOf != nil {
 				if ls, ok := in.hooks.leaderOf(in.follow); ok {
 					in.exec(in.followLeader(ls, nil))

@@ -465,6 +465,35 @@ func familyOf(p netip.Prefix) int {
 	return netlink.FAMILY_V6
 }
 
+// AdoptVIP makes an address equal to vip that is already on ifname vipd's,
+// so that RemoveVIP takes it away when the instance releases: the address
+// a replaced daemon (keepalived killed without its cleanup) left on its
+// Master. It reports whether the address was there; an address with a
+// label other than vipd's is an admin's and is not adopted (an error).
+func (m *Manager) AdoptVIP(ifname string, vip netip.Prefix) (bool, error) {
+	vip = unmapPrefix(vip)
+	a, err := m.find(ifname, vip)
+	var missing *noAddressError
+	switch {
+	case errors.As(err, &missing):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	label := ""
+	if vip.Addr().Is4() && a.Label != "" && a.Label != ifname {
+		if a.Label != vipLabel(ifname) {
+			return false, &ForeignAddressError{Interface: ifname, Prefix: vip, Want: vipLabel(ifname), Label: a.Label}
+		}
+		label = a.Label
+	}
+	m.remember(vip)
+	m.mu.Lock()
+	m.added[OwnedAddr{Interface: ifname, Prefix: vip}] = label
+	m.mu.Unlock()
+	return true, nil
+}
+
 // HasVIP reports whether vip (address and prefix length) is configured on
 // the link.
 func (m *Manager) HasVIP(ifname string, vip netip.Prefix) (bool, error) {

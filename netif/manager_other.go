@@ -41,6 +41,11 @@ func (m *Manager) AddVIP(ifname string, vip netip.Prefix, label string) error { 
 // RemoveVIP fails with ErrUnsupported outside Linux.
 func (m *Manager) RemoveVIP(ifname string, vip netip.Prefix) error { return ErrUnsupported }
 
+// AdoptVIP fails with ErrUnsupported outside Linux.
+func (m *Manager) AdoptVIP(ifname string, vip netip.Prefix) (bool, error) {
+	return false, ErrUnsupported
+}
+
 // HasVIP fails with ErrUnsupported outside Linux.
 func (m *Manager) HasVIP(ifname string, vip netip.Prefix) (bool, error) { return false, ErrUnsupported }
 

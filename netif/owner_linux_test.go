@@ -97,3 +97,40 @@ func TestRemoveVIPOnAnInterfaceWithoutRoomForTheLabel(t *testing.T) {
 		t.Errorf("added by this Manager: RemoveVIP = %v, present %v; want removed", err, has(testVIP))
 	}
 }
+
+// AdoptVIP takes an unlabelled address equal to a VIP (what keepalived
+// leaves when killed) for vipd's, so the release removes it; an address
+// with an admin's label is not adopted, and a missing one is reported so.
+func TestAdoptVIP(t *testing.T) {
+	nstest.RequireRoot(t, "sudo go test ./netif")
+	ns := nstest.New(t)
+	h := nsHandle(t, ns)
+	vip0, _ := addVeth(t, h, "vip0", "peer0")
+	m := newTestManager(t, ns)
+
+	if found, err := m.AdoptVIP("vip0", testVIP); found || err != nil {
+		t.Fatalf("AdoptVIP of a missing address = %v, %v; want false, nil", found, err)
+	}
+	if err := h.AddrAdd(vip0, &netlink.Addr{IPNet: ipNet(testVIP)}); err != nil {
+		t.Fatal(err)
+	}
+	if found, err := m.AdoptVIP("vip0", testVIP); !found || err != nil {
+		t.Fatalf("AdoptVIP = %v, %v; want true", found, err)
+	}
+	if err := m.RemoveVIP("vip0", testVIP); err != nil {
+		t.Errorf("RemoveVIP of the adopted address: %v", err)
+	}
+	if got := addrsOf(t, h, vip0, testVIP); len(got) != 0 {
+		t.Errorf("the adopted address stayed: %v", got)
+	}
+
+	if err := h.AddrAdd(vip0, &netlink.Addr{IPNet: ipNet(testVIP), Label: "vip0:admin"}); err != nil {
+		t.Fatal(err)
+	}
+	if found, err := m.AdoptVIP("vip0", testVIP); found || !errors.Is(err, ErrNotOurs) {
+		t.Errorf("AdoptVIP of an admin's labelled address = %v, %v; want false and ErrNotOurs", found, err)
+	}
+	if err := m.RemoveVIP("vip0", testVIP); !errors.Is(err, ErrNotOurs) {
+		t.Errorf("RemoveVIP of the admin's address = %v, want ErrNotOurs", err)
+	}
+}

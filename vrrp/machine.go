@@ -445,6 +445,19 @@ func (m *Machine) Start(linkUp bool, out []Action) []Action {
 // without releasing or re-electing — it advertises at once, before any
 // Backup's Master_Down_Timer can run out. Anything else starts as Start.
 func (m *Machine) Resume(linkUp, wasMaster bool, out []Action) []Action {
+	return m.resume(linkUp, wasMaster, "resumed from the previous process (binary upgrade)", out)
+}
+
+// Adopt is Start for a router whose addresses are already on its interface,
+// left by the daemon it replaces (a keepalived Master stopped without its
+// cleanup): it is Master at once and keeps them, so the replacement moves
+// nothing; the election goes on from there (a higher-priority Master still
+// wins).
+func (m *Machine) Adopt(linkUp bool, out []Action) []Action {
+	return m.resume(linkUp, true, "adopted the addresses found on "+m.cfg.Interface+" (replacing the daemon that held them)", out)
+}
+
+func (m *Machine) resume(linkUp, wasMaster bool, cause string, out []Action) []Action {
 	if m.running {
 		return out
 	}
@@ -456,7 +469,7 @@ func (m *Machine) Resume(linkUp, wasMaster bool, out []Action) []Action {
 	out = m.advertise(out)
 	out = append(out, Action{Kind: ActTakeAddresses}) // they are there; this only makes sure
 	out = m.arm(out, TimerAdvert, m.cfg.AdvertInterval)
-	return m.transition(out, StateMaster, ReasonResumed, "resumed from the previous process (binary upgrade)")
+	return m.transition(out, StateMaster, ReasonResumed, cause)
 }
 
 // Shutdown stops the election: a Master sends priority 0 so that a Backup

@@ -106,7 +106,7 @@ func (c *cli) run(args []string) int {
 // longFlags are the long flags of every command. The standard flag package
 // that vipd used before accepted them after one dash (-config); cobra reads
 // one dash as short flags, so those spellings are rewritten.
-var longFlags = []string{"config", "socket", "json", "instance", "wait", "timeout", "note", "force", "help", "version"}
+var longFlags = []string{"config", "socket", "json", "instance", "wait", "timeout", "note", "force", "help", "version", "adopt"}
 
 func singleDashCompat(args []string) []string {
 	out := make([]string, 0, len(args))
@@ -226,20 +226,28 @@ func configFlag(cmd *cobra.Command, path *string, usage string) {
 
 func (c *cli) runCmd() *cobra.Command {
 	var path string
+	var adopt bool
 	cmd := &cobra.Command{
-		Use:   "run [--config FILE]",
+		Use:   "run [--config FILE] [--adopt]",
 		Short: "run the daemon in the foreground",
 		Long: `Run the daemon in the foreground until SIGTERM or SIGINT; SIGHUP re-reads the
-configuration. A configuration that does not load exits 78 (EX_CONFIG).`,
+configuration. A configuration that does not load exits 78 (EX_CONFIG).
+
+--adopt (or a file named adopt in the state directory, removed as it is
+read) makes each instance whose VIPs are all on its interface already start
+as Master and keep them: how the Master of a keepalived group is replaced
+without moving its address (keepalived killed with SIGKILL, which leaves
+them; see "Migrating from keepalived" in the README).`,
 		Args: noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			if code := runDaemon(path, c.stderr); code != 0 {
+			if code := runDaemon(path, adopt, c.stderr); code != 0 {
 				return exitError{code}
 			}
 			return nil
 		},
 	}
 	configFlag(cmd, &path, "configuration file")
+	cmd.Flags().BoolVar(&adopt, "adopt", false, "keep VIPs already on their interfaces: start those instances as Master")
 	return cmd
 }
 

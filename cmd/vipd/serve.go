@@ -37,7 +37,9 @@ const handoverEnv = "VIPD_HANDOVER"
 
 // runDaemon runs the daemon with the configuration at path until it is
 // stopped, re-executing a new binary in place when an upgrade asks for it.
-func runDaemon(configPath string, stderr io.Writer) int {
+// adopt (or the state directory's adopt marker) keeps VIPs found on their
+// interfaces at start (daemon.Options.Adopt).
+func runDaemon(configPath string, adopt bool, stderr io.Writer) int {
 	path := &configPath
 	cfg, err := config.Load(*path)
 	if err == nil {
@@ -56,6 +58,7 @@ func runDaemon(configPath string, stderr io.Writer) int {
 	oneProcessor(log)
 	protectFromStarvation(cfg.Global, log)
 
+	adopt = consumeAdoptMarker(cfg, log) || adopt
 	var handover *daemon.Handover
 	if p := os.Getenv(handoverEnv); p != "" {
 		os.Unsetenv(handoverEnv)
@@ -66,10 +69,11 @@ func runDaemon(configPath string, stderr io.Writer) int {
 		}
 	}
 	for {
-		code, up := serve(*path, cfg, handover, level, log)
+		code, up := serve(*path, cfg, handover, adopt, level, log)
 		if up == nil {
 			return code
 		}
+		adopt = false
 		// Same PID, new binary: systemd and the VIPs see no change.
 		env := append(os.Environ(), handoverEnv+"="+up.file)
 		log.Info("re-executing the new binary", "binary", up.exe)
@@ -86,6 +90,25 @@ func runDaemon(configPath string, stderr io.Writer) int {
 	}
 }
 
+// adoptMarker, in the state directory, asks the next start to adopt the
+// VIPs it finds (vipd run --adopt): how a unit whose command line is fixed
+// replaces a keepalived Master without moving its address. It is removed
+// as it is read, so only that start adopts.
+const adoptMarker = "adopt"
+
+func consumeAdoptMarker(cfg *config.Config, log *slog.Logger) bool {
+	p := filepath.Join(cfg.Global.StateDir, adoptMarker)
+	err := os.Remove(p)
+	switch {
+	case err == nil:
+		log.Info("adopting the VIPs already on their interfaces at this start", "marker", p)
+		return true
+	case !errors.Is(err, os.ErrNotExist):
+		log.Warn("cannot remove the adopt marker: not adopting", "marker", p, "error", err)
+	}
+	return false
+}
+
 // upgrade is a re-exec that serve prepared.
 type upgrade struct {
 	exe      string
@@ -95,7 +118,7 @@ type upgrade struct {
 
 // serve runs the daemon until a signal stops it (the exit code) or a new
 // binary takes over (the upgrade to carry out).
-func serve(path string, cfg *config.Config, handover *daemon.Handover, level *slog.LevelVar, log *slog.Logger) (int, *upgrade) {
+func serve(path string, cfg *config.Config, handover *daemon.Handover, adopt bool, level *slog.LevelVar, log *slog.Logger) (int, *upgrade) {
 	notifier := systemd.NewNotifier(log)
 
 	// The control socket first: a second daemon with the same socket must
@@ -184,6 +207,7 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, level *sl
 		// one changes nothing at all.
 		OnReload: func(next *config.Config) { level.Set(next.Global.LogLevel) },
 		Handover: handover,
+		Adopt:    adopt,
 		Upgrade: func(ctx context.Context) (string, error) {
 			return checkUpgrade(ctx, path, upgradeTo, log)
 		},
