@@ -25,6 +25,8 @@ Usage:
                  [--quick | --scale F] [--out results] [--list] [-v]
   vipd-lab scale [--vipd PATH] [--quick] [--groups 1,16,64,255] [--intervals 1s,100ms,10ms] [--daemons vipd,keepalived] [--window 60s] [--bench FILE] [--out results]
   vipd-lab bgp-bench [--vipd PATH] [--trials 3] [--faults graceful,link,silent] [--out results] [-v]
+  vipd-lab migrate [--vipd PATH] [--interval 1s] [--settle 5s] [--out DIR] [-v]
+                 replaces a keepalived (VRRPv2) group by vipd node by node, then moves it to VRRPv3
   vipd-lab clean   removes what labs of dead (e.g. SIGKILLed) vipd-lab runs left behind
 
 All need root. Everything the lab makes (namespaces, bridge, veths, daemons,
@@ -63,6 +65,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runScale(ctx, args[1:], stdout, stderr)
 	case "bgp-bench":
 		err = runBGPBench(ctx, args[1:], stdout, stderr)
+	case "migrate":
+		err = runMigrate(ctx, args[1:], stdout, stderr)
 	case "clean":
 		err = runClean(stdout)
 	default:
