@@ -121,7 +121,11 @@ func (p *parser) file(path string, from Pos, depth int) error {
 	}
 	if len(p.stack) > base {
 		open := p.opens[len(p.opens)-1]
-		return &SyntaxError{Pos{path, len(lines)}, fmt.Sprintf("the block opened at %s is not closed (a '}' is missing)", open)}
+		last := len(lines)
+		if last > 1 && lines[last-1] == "" {
+			last-- // the file's final newline ends its last line
+		}
+		return &SyntaxError{Pos{path, last}, fmt.Sprintf("the block opened at %s is not closed (a '}' is missing)", open)}
 	}
 	return nil
 }

@@ -82,7 +82,7 @@ func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, src, want string
 	}{
-		{"unclosed block", "vrrp_instance VI_1 {\n  interface eth0\n", "keepalived.conf:3: the block opened at KEEPALIVED:1 is not closed"},
+		{"unclosed block", "vrrp_instance VI_1 {\n  interface eth0\n", "keepalived.conf:2: the block opened at KEEPALIVED:1 is not closed"},
 		{"stray close", "global_defs {\n}\n}\n", "keepalived.conf:3: '}' closes no block"},
 		{"brace alone", "{\n", "keepalived.conf:1: '{' without a keyword"},
 		{"open quote", "global_defs {\n router_id \"lb\n}\n", "keepalived.conf:2: the quote \" opened here is not closed"},
@@ -149,7 +149,7 @@ func TestParseIncludeErrors(t *testing.T) {
 		"part.conf":       "virtual_ipaddress {\n",
 	})
 	_, err := ParseFile(filepath.Join(dir, "keepalived.conf"), ParseOptions{})
-	if err == nil || !strings.Contains(err.Error(), "part.conf:2: the block opened at "+filepath.Join(dir, "part.conf")+":1 is not closed") {
+	if err == nil || !strings.Contains(err.Error(), "part.conf:1: the block opened at "+filepath.Join(dir, "part.conf")+":1 is not closed") {
 		t.Errorf("unclosed in an include: %v", err)
 	}
 	if _, err := ParseFile(filepath.Join(dir, "none.conf"), ParseOptions{}); !errors.Is(err, os.ErrNotExist) {
