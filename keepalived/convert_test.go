@@ -152,6 +152,17 @@ func TestConvertInstance(t *testing.T) {
 			want: expect{parse: true, toml: []string{`address_owner = "198.51.100.11"`}, notToml: []string{"# address_owner"}},
 		},
 		{
+			name: "address owner is this node",
+			src:  instanceWith(" unicast_src_ip 198.51.100.11\n unicast_peer {\n  198.51.100.12\n }\n"),
+			opts: Options{AddressOwners: []netip.Addr{netip.MustParseAddr("198.51.100.11")}},
+			want: expect{parse: true, notToml: []string{"address_owner ="}, items: []string{"note 1: is this node itself"}},
+		},
+		{
+			name: "auth_pass cut inside a character",
+			src:  instanceWith(" authentication {\n  auth_type PASS\n  auth_pass 1234567é\n }\n"),
+			want: expect{parse: true, notToml: []string{"auth_pass ="}, items: []string{"not_converted 9: end inside a character"}},
+		},
+		{
 			name: "unicast",
 			src:  instanceWith(" unicast_src_ip 198.51.100.1\n unicast_peer {\n  198.51.100.2\n  198.51.100.3 min_ttl 250\n  198.51.100.1\n }\n"),
 			want: expect{parse: true, toml: []string{`unicast_source = "198.51.100.1"`, `unicast_peers = ["198.51.100.2", "198.51.100.3"]`, `unicast_min_ttl = 250`, `unicast_max_ttl = 255`}, notToml: []string{"address_owner"}, items: []string{"note 11: this host itself"}},

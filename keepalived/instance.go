@@ -3,8 +3,10 @@ package keepalived
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // instance is one converted vrrp_instance.
@@ -395,8 +397,16 @@ func (c *converter) authentication(in *instance, auth *Node) {
 		c.unconverted(auth.Pos, "authentication PASS without auth_pass")
 	default:
 		cm := []string{fmt.Sprintf("authentication PASS (%s): VRRPv2 simple-text authentication (RFC 2338); it keeps out misconfigured routers, not attackers.", auth.Pos)}
+		if !utf8.ValidString(pass) {
+			c.unconverted(passPos, "auth_pass is not valid UTF-8, which a TOML string cannot hold")
+			return
+		}
 		if len(pass) > 8 {
 			pass = pass[:8]
+			if !utf8.ValidString(pass) {
+				c.unconverted(passPos, "auth_pass: keepalived uses its first 8 bytes, which end inside a character; a TOML string cannot hold them")
+				return
+			}
 			cm = append(cm, "NOTE: keepalived uses only the first 8 characters of auth_pass; so does this file.")
 			c.note(passPos, "auth_pass is longer than 8 bytes: keepalived uses the first 8, and so does the converted auth_pass")
 		}
@@ -410,6 +420,11 @@ func (c *converter) addressOwner(in *instance) {
 	for _, a := range c.opts.AddressOwners {
 		if a.Is6() != in.ipv6 {
 			continue
+		}
+		if src, ok := in.main.get("unicast_source"); ok && src == tomlString(a.String()) || slices.Contains(in.vips, a) {
+			// The owner's own config: it needs no address_owner.
+			c.note(in.pos, "vrrp_instance %s: --address-owner %s is this node itself (its unicast_src_ip or a VIP); no address_owner written", in.kaName, a)
+			return
 		}
 		in.main.set("address_owner", tomlString(a.String()), "The keepalived address owner (priority 255) whose adverts this instance accepts while it still runs.")
 		return
