@@ -161,7 +161,7 @@ daemon's socket in --socket, else in the configuration (--config, default
 	root.Flags().BoolVarP(&showVersion, "version", "v", false, "print the version (as vipd version does)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
 	root.SetHelpCommand(helpCmd(root))
-	root.AddCommand(c.runCmd(), c.checkCmd(), c.cleanupCmd(), c.versionCmd())
+	root.AddCommand(c.runCmd(), c.checkCmd(), c.cleanupCmd(), c.importKeepalivedCmd(), c.versionCmd())
 	root.AddCommand(c.controlCmds()...)
 	// cobra's completion command, made now so that a shell it does not
 	// know is a usage error rather than its help.
