@@ -57,8 +57,8 @@ func (c *checker) version(r *rawInstance, in *Instance, key func(string) string)
 
 	if s, ok := c.str(r.AuthPass, key("auth_pass")); ok {
 		switch {
-		case !v2:
-			c.add(key("auth_pass"), "auth_pass applies to version = 2 only: VRRPv3 removed authentication (RFC 5798 section 9)")
+		case !v2 && !in.AcceptOtherVersion:
+			c.add(key("auth_pass"), "auth_pass applies to VRRPv2 adverts only: VRRPv3 removed authentication (RFC 5798 section 9); with version = 3 it checks the VRRPv2 adverts accept_versions = [2, 3] still takes")
 		case s == "":
 			c.add(key("auth_pass"), "auth_pass is empty: leave it out for no authentication")
 		case len(s) > vrrp.MaxPasswordLen:

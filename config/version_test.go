@@ -22,6 +22,10 @@ address_owner = "192.0.2.1"
 	if in := mustParse(t, base).Instances[0]; in.Version != 3 || in.AcceptOtherVersion {
 		t.Errorf("default version %d, accepts the other %v; want 3 alone", in.Version, in.AcceptOtherVersion)
 	}
+	// Moving to VRRPv3: the password still checks the VRRPv2 adverts taken.
+	if in := mustParse(t, base+"accept_versions = [2, 3]\nauth_pass = \"secret12\"\n").Instances[0]; in.Version != 3 || in.AuthPass != "secret12" {
+		t.Errorf("version 3 accepting 2: version %d, auth_pass %q", in.Version, in.AuthPass)
+	}
 	if in := mustParse(t, base+"accept_versions = [3]\n").Instances[0]; in.AcceptOtherVersion {
 		t.Error("accept_versions = [3] accepts VRRPv2")
 	}
@@ -40,7 +44,7 @@ func TestParseVersionRefusals(t *testing.T) {
 		{"v3 beyond 40.95s", base + "advert_interval = \"60s\"\n", `advert_interval "60s" out of range 10ms..40.95s`},
 		{"v2 ipv6", "[[instance]]\nname = \"a\"\ninterface = \"eth0\"\nvrid = 1\nvips = [\"2001:db8::10\"]\nversion = 2\n", "version 2 is IPv4 only"},
 		{"v2 checksum", base + "version = 2\nchecksum = \"rfc9568\"\n", "checksum applies to VRRPv3 only"},
-		{"auth_pass with v3", base + "auth_pass = \"x\"\n", "auth_pass applies to version = 2 only"},
+		{"auth_pass with v3", base + "auth_pass = \"x\"\n", "auth_pass applies to VRRPv2 adverts only"},
 		{"auth_pass too long", base + "version = 2\nauth_pass = \"123456789\"\n", `keepalived uses the first 8: write "12345678"`},
 		{"auth_pass empty", base + "version = 2\nauth_pass = \"\"\n", "auth_pass is empty"},
 		{"accept_versions without own", base + "version = 2\naccept_versions = [3]\n", "leaves out version 2"},

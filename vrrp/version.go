@@ -10,7 +10,9 @@ import (
 func (c *Config) validateVersion() error {
 	switch c.Version {
 	case 0, Version:
-		if c.Auth != (Auth{}) {
+		// A VRRPv3 router that still accepts VRRPv2 adverts checks their
+		// password; its own adverts carry none.
+		if c.Auth != (Auth{}) && !c.AcceptOtherVersion {
 			return fmt.Errorf("vrrp: VRRPv3 adverts carry no authentication (RFC 5798 section 9); it is VRRPv2's")
 		}
 		return nil

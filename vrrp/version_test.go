@@ -30,7 +30,7 @@ func TestNewMachineRefusesBadV2Config(t *testing.T) {
 		}()},
 		{"ipv6", func() Config { c := testConfig6(100, "fe80::1"); c.Version = Version2; return c }()},
 		{"AH", func() Config { c := testConfigV2(100, "198.51.100.11"); c.Auth = Auth{Type: AuthAH}; return c }()},
-		{"password with VRRPv3", func() Config { c := testConfig(100, "198.51.100.11"); c.Auth = pass; return c }()},
+		{"password with VRRPv3 alone", func() Config { c := testConfig(100, "198.51.100.11"); c.Auth = pass; return c }()},
 		{"version 4", func() Config { c := testConfig(100, "198.51.100.11"); c.Version = 4; return c }()},
 	}
 	for _, tt := range tests {
@@ -84,6 +84,8 @@ func TestReceiveAcrossVersions(t *testing.T) {
 		{"v2 router, other password", func(c *Config) { c.Version, c.Auth = Version2, pass }, v2(150, time.Second, other), DropAuth},
 		{"v2 router, our password", func(c *Config) { c.Version, c.Auth = Version2, pass }, v2(150, time.Second, pass), nil},
 		{"v2 router, password sent, none expected", func(c *Config) { c.Version = Version2 }, v2(150, time.Second, pass), DropAuth},
+		{"v3 router accepting v2 checks their password", func(c *Config) { c.Auth, c.AcceptOtherVersion = pass, true }, v2(150, time.Second, other), DropAuth},
+		{"v3 router accepting v2 takes ours", func(c *Config) { c.Auth, c.AcceptOtherVersion = pass, true }, v2(150, time.Second, pass), nil},
 		{"v2 router, v3 advert has no password to check", func(c *Config) { c.Version, c.Auth, c.AcceptOtherVersion = Version2, pass, true }, v3(150, time.Second), nil},
 		{"v2 router, other interval", func(c *Config) { c.Version = Version2 }, v2(150, 2*time.Second, Auth{}), DropIntervalMismatch},
 		{"v2 router, v3 advert of another interval", func(c *Config) { c.Version, c.AcceptOtherVersion = Version2, true }, v3(150, 100*time.Millisecond), DropIntervalMismatch},
