@@ -88,8 +88,14 @@ func TestParseAdvert(t *testing.T) {
 	if !ok || got != (advert{vrid: 51, prio: 150, interval: time.Second}) {
 		t.Errorf("parseAdvert = %+v, %v", got, ok)
 	}
-	if _, ok := parseAdvert([]byte{0x21, 51, 150, 1, 1, 1, 0, 0}); ok {
-		t.Error("parseAdvert accepted VRRPv2")
+	// VRRPv2 (RFC 3768): auth type 1, 3 s in byte 5.
+	if got, ok := parseAdvert([]byte{0x21, 51, 150, 1, 1, 3, 0, 0}); !ok || got != (advert{vrid: 51, prio: 150, interval: 3 * time.Second}) {
+		t.Errorf("parseAdvert of VRRPv2 = %+v, %v", got, ok)
+	}
+	for _, b := range [][]byte{{0x11, 51, 150, 1, 0, 1, 0, 0}, {0x32, 51, 150, 1, 0, 100, 0, 0}, {0x31, 51}} {
+		if _, ok := parseAdvert(b); ok {
+			t.Errorf("parseAdvert accepted %x", b)
+		}
 	}
 }
 
