@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -116,8 +117,9 @@ func startFRR(t *testing.T, c *cluster, i, prio int) *frrPeer {
 	run("ip", "-n", ns, "link", "set", "vrrp4-51", "address", vmac)
 	run("ip", "-n", ns, "addr", "add", c.group.VIP.String(), "dev", "vrrp4-51")
 	run("ip", "-n", ns, "link", "set", "vrrp4-51", "up")
-	conf := fmt.Sprintf("interface eth0\n vrrp %d version 3\n vrrp %d priority %d\n vrrp %d advertisement-interval %d\n vrrp %d ip %s\n",
-		c.group.VRID, c.group.VRID, prio, c.group.VRID, c.group.Interval.Milliseconds(), c.group.VRID, c.group.VIP.Addr())
+	version := cmp.Or(c.group.Version, 3)
+	conf := fmt.Sprintf("interface eth0\n vrrp %d version %d\n vrrp %d priority %d\n vrrp %d advertisement-interval %d\n vrrp %d ip %s\n",
+		c.group.VRID, version, c.group.VRID, prio, c.group.VRID, c.group.Interval.Milliseconds(), c.group.VRID, c.group.VIP.Addr())
 	return startFRRConf(t, c, i, conf)
 }
 

@@ -161,3 +161,47 @@ func TestInteropV2KeepalivedAddressOwner(t *testing.T) {
 		t.Error("vipd dropped the named address owner's priority 255")
 	}
 }
+
+// FRR's vrrpd at version 2 (it has no authentication), in both directions:
+// each side wins with the higher priority and takes over on the other's
+// priority 0.
+func frrV2Group() lab.GroupConfig {
+	g := lab.DefaultGroupConfig(2, time.Second)
+	g.Version = 2
+	return g
+}
+
+func TestInteropV2FRRHigher(t *testing.T) {
+	c := newClusterGroup(t, frrV2Group(), noDaemon, lab.Vipd)
+	frr := startFRR(t, c, 1, 150)
+	c.waitFor("FRR master", 20*time.Second, func(s lab.State) bool { return s.Advertiser == 1 && s.AdvertPriority == 150 })
+	if !c.waitLog(2, "to=BACKUP") {
+		t.Fatal("vipd did not settle as backup")
+	}
+	time.Sleep(4 * time.Second) // beyond vipd's Master_Down_Interval
+	if s := c.mon.State(); s.Holds(2) {
+		t.Fatal("vipd holds the VIP beside a higher-priority FRR master")
+	}
+	frr.stop(frr.vrrpd)
+	c.waitFor("vipd master", 20*time.Second, func(s lab.State) bool { return s.Advertiser == 2 && s.Holds(2) })
+	if !c.waitLog(2, "to=MASTER", "priority 0 from master 198.51.100.11: it is releasing") {
+		t.Error("vipd did not take over on FRR's priority 0")
+	}
+	if c.logHas(2, "advert dropped") {
+		t.Error("vipd dropped FRR's VRRPv2 adverts")
+	}
+}
+
+func TestInteropV2VipdHigherThanFRR(t *testing.T) {
+	c := newClusterGroup(t, frrV2Group(), lab.Vipd, noDaemon)
+	c.waitFor("vipd master", 20*time.Second, func(s lab.State) bool { return s.Advertiser == 1 && s.Holds(1) })
+	startFRR(t, c, 2, 100)
+	time.Sleep(5 * time.Second) // beyond FRR's Master_Down_Interval
+	if n := c.mon.AdvertsFrom(2, time.Now().Add(-2*time.Second), time.Now()); n != 0 {
+		t.Fatalf("FRR sent %d VRRPv2 adverts in 2s beside a higher-priority vipd", n)
+	}
+	if err := c.daemons[1].Stop(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor("FRR advertising as master", 20*time.Second, func(s lab.State) bool { return s.Advertiser == 2 && s.AdvertPriority == 100 })
+}
