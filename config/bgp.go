@@ -299,7 +299,7 @@ func (c *checker) bgpPeer(at string, r *rawBGPPeer, localASN uint32) BGPPeer {
 		case d%time.Second != 0:
 			c.add(key("keepalive_interval"), "keepalive_interval %q is not whole seconds", r.KeepaliveInterval.val)
 		case d > p.HoldTime/3:
-			c.add(key("keepalive_interval"), "keepalive_interval %q is more than a third of hold_time %s (RFC 4271 section 10): the session would expire between keepalives", r.KeepaliveInterval.val, shortDuration(p.HoldTime))
+			c.add(key("keepalive_interval"), "keepalive_interval %q is more than a third of hold_time %s (RFC 4271 section 10): the session would expire between keepalives", r.KeepaliveInterval.val, FormatDuration(p.HoldTime))
 		default:
 			p.KeepaliveInterval = d
 		}

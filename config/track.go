@@ -305,7 +305,7 @@ func (c *checker) notify(at string, r *rawNotify) Notify {
 	n.Stop, _ = c.argv(r.Stop, key("stop"), false)
 	if d, ok := c.anyDuration(r.Timeout, key("timeout")); ok {
 		if d <= 0 || d > maxNotifyTimeout {
-			c.add(key("timeout"), "%s %q must be more than 0s and at most %s", c.rel(key("timeout")), r.Timeout.val, shortDuration(maxNotifyTimeout))
+			c.add(key("timeout"), "%s %q must be more than 0s and at most %s", c.rel(key("timeout")), r.Timeout.val, FormatDuration(maxNotifyTimeout))
 		} else {
 			n.Timeout = d
 		}

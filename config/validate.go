@@ -568,7 +568,7 @@ func (c *checker) inRange(p string, n, lo, hi int64) bool {
 func (c *checker) duration(f field, p string, lo, hi time.Duration) (time.Duration, bool) {
 	d, ok := c.anyDuration(f, p)
 	if ok && (d < lo || d > hi) {
-		c.add(p, "%s %q out of range %s..%s", c.rel(p), f.val, shortDuration(lo), shortDuration(hi))
+		c.add(p, "%s %q out of range %s..%s", c.rel(p), f.val, FormatDuration(lo), FormatDuration(hi))
 		return 0, false
 	}
 	return d, ok
@@ -591,8 +591,9 @@ func (c *checker) anyDuration(f field, p string) (time.Duration, bool) {
 	return d, true
 }
 
-// shortDuration drops the zero units time.Duration.String adds: 1h, not 1h0m0s.
-func shortDuration(d time.Duration) string {
+// FormatDuration writes d as the config file does: without the zero units
+// time.Duration.String adds (1h, not 1h0m0s).
+func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")

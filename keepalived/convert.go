@@ -219,18 +219,6 @@ func boolArg(n *Node) (bool, error) {
 	return false, fmt.Errorf("%q is not one of on, off, true, false, yes, no", n.Args[0].Text)
 }
 
-// fmtDuration writes a duration as vipd reads it, without zero units.
-func fmtDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
-
 func joinWords(ws []Word) string {
 	s := make([]string, len(ws))
 	for i, w := range ws {

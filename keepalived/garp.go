@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/vipd/vipd/config"
 )
 
 // garpSettings are keepalived's gratuitous ARP settings, from global_defs
@@ -128,24 +130,24 @@ func (g garpSettings) apply(c *converter, in *instance, at Pos) {
 	}
 	why := fmt.Sprintf("NOTE: keepalived sends %d gratuitous ARP(s) at once on becoming Master", repeat)
 	if gap > 0 {
-		why = fmt.Sprintf("NOTE: keepalived sends %d gratuitous ARP(s) %s apart on becoming Master", repeat, fmtDuration(gap))
+		why = fmt.Sprintf("NOTE: keepalived sends %d gratuitous ARP(s) %s apart on becoming Master", repeat, config.FormatDuration(gap))
 	}
 	if delay > 0 {
-		why += fmt.Sprintf(" and as many again %s later", fmtDuration(delay))
+		why += fmt.Sprintf(" and as many again %s later", config.FormatDuration(delay))
 	}
 	t.set("repeat", tomlInt(count), why+"; vipd sends its repeats evenly spaced, as many over the same span.")
 	if count > 1 {
 		iv := (span / time.Duration(count-1)).Round(time.Millisecond)
 		iv = min(max(iv, minGARPInterval), maxGARPInterval)
-		t.set("interval", tomlString(fmtDuration(iv)))
+		t.set("interval", tomlString(config.FormatDuration(iv)))
 	}
 	if g.refresh != nil && *g.refresh > 0 {
 		r := *g.refresh
 		if r < time.Second {
-			c.warn(at, "garp_master_refresh %s: vipd refreshes at most once a second", fmtDuration(r))
+			c.warn(at, "garp_master_refresh %s: vipd refreshes at most once a second", config.FormatDuration(r))
 			r = time.Second
 		}
-		t.set("refresh", tomlString(fmtDuration(r.Round(time.Millisecond))))
+		t.set("refresh", tomlString(config.FormatDuration(r.Round(time.Millisecond))))
 		if g.refreshRepeat != nil && *g.refreshRepeat > 1 {
 			c.note(at, "garp_master_refresh_repeat %d: vipd sends one announcement per refresh", *g.refreshRepeat)
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/vipd/vipd/config"
 )
 
 // instance is one converted vrrp_instance.
@@ -183,10 +185,10 @@ func (c *converter) vrrpInstance(n *Node) {
 		case err != nil:
 			c.unconverted(preemptDelay.Pos, "preempt_delay: %v", err)
 		case d > time.Hour:
-			c.unconverted(preemptDelay.Pos, "preempt_delay %s: vipd allows at most 1h", fmtDuration(d))
+			c.unconverted(preemptDelay.Pos, "preempt_delay %s: vipd allows at most 1h", config.FormatDuration(d))
 		default:
 			in.main.set("preempt", "true")
-			in.main.set("preempt_delay", tomlString(fmtDuration(d.Round(time.Millisecond))),
+			in.main.set("preempt_delay", tomlString(config.FormatDuration(d.Round(time.Millisecond))),
 				"NOTE: keepalived delays a preemption at start or on hearing a lower-priority Master; vipd waits until this host has outranked the Master for this long, continuously, at any time.")
 		}
 	}
@@ -361,11 +363,11 @@ func (c *converter) advertInterval(in *instance, advert *Node) {
 	r := min(max(d.Round(unit), lo), hi)
 	var cm []string
 	if r != d && advert != nil {
-		msg := fmt.Sprintf("advert_int %s is not a whole number of %s in VRRPv%d: keepalived uses %s, and so does this file", advert.Args[0].Text, map[int]string{2: "seconds", 3: "centiseconds"}[in.version], in.version, fmtDuration(r))
+		msg := fmt.Sprintf("advert_int %s is not a whole number of %s in VRRPv%d: keepalived uses %s, and so does this file", advert.Args[0].Text, map[int]string{2: "seconds", 3: "centiseconds"}[in.version], in.version, config.FormatDuration(r))
 		c.warn(advert.Pos, "%s", msg)
 		cm = append(cm, "WARNING: "+msg+".")
 	}
-	in.main.set("advert_interval", tomlString(fmtDuration(r)), cm...)
+	in.main.set("advert_interval", tomlString(config.FormatDuration(r)), cm...)
 }
 
 // authentication converts VRRPv2 simple-text authentication.

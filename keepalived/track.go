@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/vipd/vipd/config"
 )
 
 // vrrpScript is a vrrp_script block, read once and used by every instance
@@ -265,17 +267,17 @@ func (c *converter) trackScript(in *instance, e trackEntry) {
 		t.set("command", tomlStrings(s.argv), "WARNING: "+s.shell+".")
 	}
 	t.set("weight", tomlInt(weight), weightComment(weight))
-	t.set("interval", tomlString(fmtDuration(interval.Round(time.Millisecond))))
+	t.set("interval", tomlString(config.FormatDuration(interval.Round(time.Millisecond))))
 	var cm []string
 	if timeout != s.timeout {
-		was := "timeout " + fmtDuration(s.timeout)
+		was := "timeout " + config.FormatDuration(s.timeout)
 		if !s.timeoutSet {
 			was = "default timeout, the interval,"
 		}
 		cm = append(cm, fmt.Sprintf("NOTE: keepalived's %s is not shorter than interval, which vipd requires.", was))
-		c.note(s.node.Pos, "vrrp_script %s: keepalived's %s is not shorter than the interval, which vipd requires; %s is used", s.name, was, fmtDuration(timeout.Round(time.Millisecond)))
+		c.note(s.node.Pos, "vrrp_script %s: keepalived's %s is not shorter than the interval, which vipd requires; %s is used", s.name, was, config.FormatDuration(timeout.Round(time.Millisecond)))
 	}
-	t.set("timeout", tomlString(fmtDuration(timeout.Round(time.Millisecond))), cm...)
+	t.set("timeout", tomlString(config.FormatDuration(timeout.Round(time.Millisecond))), cm...)
 	t.set("fall", tomlInt(fall))
 	t.set("rise", tomlInt(rise))
 	if interval != s.interval || fall != s.fall || rise != s.rise {
