@@ -17,24 +17,33 @@ import (
 // Interop: vipd and keepalived (Debian package, VRRPv3) in one group.
 
 func TestInteropKeepalivedVipdHigher(t *testing.T) {
-	c := newCluster(t, 100*time.Millisecond, lab.Vipd, lab.Keepalived)
+	vipdHigherThanKeepalived(newCluster(t, 100*time.Millisecond, lab.Vipd, lab.Keepalived))
+}
+
+func TestInteropKeepalivedHigher(t *testing.T) {
+	keepalivedHigherThanVipd(newCluster(t, 100*time.Millisecond, lab.Keepalived, lab.Vipd), nil)
+}
+
+// vipdHigherThanKeepalived: vipd on n1 fails (link cut) and keepalived on
+// n2 takes over; vipd returns and preempts it; vipd stops gracefully and
+// keepalived takes over on its priority 0.
+func vipdHigherThanKeepalived(c *cluster) {
+	t := c.t
+	t.Helper()
 	c.waitOnlyHolder(1)
 	c.pingUntil(5 * time.Second)
-	// vipd fails: keepalived takes over.
 	if err := c.l.CutLink(1); err != nil {
 		t.Fatal(err)
 	}
 	c.waitOnlyHolder(2)
 	c.pingUntil(5 * time.Second)
 	c.waitFor("the client following keepalived", 5*time.Second, func(s lab.State) bool { return s.NeighNode == 2 })
-	// vipd returns and preempts keepalived.
 	if err := c.l.RestoreLink(1); err != nil {
 		t.Fatal(err)
 	}
 	c.waitOnlyHolder(1)
 	c.waitFor("the client following vipd", 5*time.Second, func(s lab.State) bool { return s.NeighNode == 1 || s.NeighNode == 0 })
 	c.pingUntil(5 * time.Second)
-	// Graceful stop: keepalived takes over on vipd's priority 0.
 	if err := c.daemons[1].Stop(5 * time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -44,14 +53,21 @@ func TestInteropKeepalivedVipdHigher(t *testing.T) {
 	}
 }
 
-func TestInteropKeepalivedHigher(t *testing.T) {
-	c := newCluster(t, 100*time.Millisecond, lab.Keepalived, lab.Vipd)
+// keepalivedHigherThanVipd: keepalived on n1 fails (link cut) and vipd on
+// n2 takes over, citing keepalived's silence; keepalived returns and
+// preempts vipd; keepalived stops gracefully and vipd takes over on its
+// priority 0. settled, if set, runs once vipd is keepalived's Backup.
+func keepalivedHigherThanVipd(c *cluster, settled func()) {
+	t := c.t
+	t.Helper()
 	c.waitOnlyHolder(1)
 	c.pingUntil(5 * time.Second)
 	if !c.waitLog(2, "to=BACKUP") {
 		t.Fatal("vipd did not settle as backup")
 	}
-	// keepalived fails: vipd takes over, citing keepalived's silence.
+	if settled != nil {
+		settled()
+	}
 	if err := c.l.CutLink(1); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +76,6 @@ func TestInteropKeepalivedHigher(t *testing.T) {
 		t.Error("vipd's takeover cause does not name keepalived")
 	}
 	c.pingUntil(5 * time.Second)
-	// keepalived returns and preempts vipd.
 	if err := c.l.RestoreLink(1); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +83,6 @@ func TestInteropKeepalivedHigher(t *testing.T) {
 	if !c.waitLog(2, "from=MASTER", "to=BACKUP", "higher priority 150 from 198.51.100.11") {
 		t.Error("vipd did not yield to keepalived's higher priority")
 	}
-	// keepalived stops gracefully: vipd takes over on its priority 0.
 	if err := c.daemons[1].Stop(5 * time.Second); err != nil {
 		t.Fatal(err)
 	}

@@ -39,60 +39,17 @@ func (c *cluster) keepalivedComplained(i int) []string {
 
 func TestInteropV2KeepalivedHigher(t *testing.T) {
 	c := newClusterGroup(t, v2Group(2), lab.Keepalived, lab.Vipd)
-	c.waitOnlyHolder(1)
-	if !c.waitLog(2, "to=BACKUP") {
-		t.Fatal("vipd did not settle as backup")
-	}
-	c.pingUntil(5 * time.Second)
-	// Status says which version this host and its peers speak.
-	if sts, ok := c.statusOnce(2); !ok || len(sts) != 1 || sts[0].Version != 2 || sts[0].PeerChecksums["198.51.100.11"] != "vrrpv2" {
-		t.Errorf("status %+v: want version 2 and keepalived's adverts seen as vrrpv2", sts)
-	}
-	if err := c.l.CutLink(1); err != nil {
-		t.Fatal(err)
-	}
-	c.waitFor("vipd holding the VIP", 20*time.Second, func(s lab.State) bool { return s.Holds(2) })
-	if !c.waitLog(2, "to=MASTER", "no advert from 198.51.100.11") {
-		t.Error("vipd's takeover cause does not name keepalived")
-	}
-	c.pingUntil(5 * time.Second)
-	if err := c.l.RestoreLink(1); err != nil {
-		t.Fatal(err)
-	}
-	c.waitOnlyHolder(1)
-	if !c.waitLog(2, "from=MASTER", "to=BACKUP", "higher priority 150 from 198.51.100.11") {
-		t.Error("vipd did not yield to keepalived's higher priority")
-	}
-	if err := c.daemons[1].Stop(5 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	c.waitOnlyHolder(2)
-	if !c.waitLog(2, "priority 0 from master 198.51.100.11: it is releasing") {
-		t.Error("vipd did not take over on keepalived's priority 0")
-	}
-	if c.logHas(2, "advert dropped") {
-		t.Error("vipd dropped keepalived's VRRPv2 adverts")
-	}
+	keepalivedHigherThanVipd(c, func() {
+		// Status says which version this host and its peers speak.
+		if sts, ok := c.statusOnce(2); !ok || len(sts) != 1 || sts[0].Version != 2 || sts[0].PeerChecksums["198.51.100.11"] != "vrrpv2" {
+			t.Errorf("status %+v: want version 2 and keepalived's adverts seen as vrrpv2", sts)
+		}
+	})
 }
 
 func TestInteropV2VipdHigher(t *testing.T) {
 	c := newClusterGroup(t, v2Group(2), lab.Vipd, lab.Keepalived)
-	c.waitOnlyHolder(1)
-	c.pingUntil(5 * time.Second)
-	if err := c.l.CutLink(1); err != nil {
-		t.Fatal(err)
-	}
-	c.waitOnlyHolder(2)
-	c.pingUntil(5 * time.Second)
-	if err := c.l.RestoreLink(1); err != nil {
-		t.Fatal(err)
-	}
-	c.waitOnlyHolder(1)
-	c.waitFor("the client following vipd", 5*time.Second, func(s lab.State) bool { return s.NeighNode == 1 || s.NeighNode == 0 })
-	if err := c.daemons[1].Stop(5 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	c.waitOnlyHolder(2)
+	vipdHigherThanKeepalived(c)
 	if bad := c.keepalivedComplained(2); len(bad) > 0 {
 		t.Errorf("keepalived discarded vipd's VRRPv2 adverts:\n%s", strings.Join(bad, "\n"))
 	}
