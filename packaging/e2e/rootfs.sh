@@ -1,13 +1,15 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# Usage: rootfs.sh   (as root)
+# Usage: rootfs.sh [PACKAGE...]   (as root)
 #
 # Prints the path of a Debian 12 root file system for the end-to-end test's
 # containers, debootstrapping it on the first call. The root is cached under
 # $VIPD_E2E_CACHE (default /var/cache/vipd-e2e), keyed by what goes into it,
 # so later runs on the same machine reuse it and a change to the package
 # list builds a new one. The containers never write to it (they boot with
-# --volatile=overlay).
+# --volatile=overlay). Extra PACKAGEs (migrate.sh: keepalived) go into
+# the include list, hence into the key: a root without them is never reused
+# for a run that needs them, and run.sh's root stays as it was.
 #
 # The mirror is the one this machine's apt uses (apt-get indextargets), so
 # nothing here names a host.
@@ -17,6 +19,7 @@ SUITE=bookworm
 # python3 and python3-apt: Ansible's modules; the rest: a systemd host with
 # networkd and the tools the test uses.
 INCLUDE=systemd,systemd-sysv,dbus,iproute2,python3,python3-apt,iputils-ping,procps
+for pkg in "$@"; do INCLUDE=$INCLUDE,$pkg; done
 LAYOUT=1 # bump when the post-install steps below change
 
 cache=${VIPD_E2E_CACHE:-/var/cache/vipd-e2e}
