@@ -20,6 +20,7 @@ type ipv4Conn struct {
 	pc     *ipv4.PacketConn
 	source netip.Addr
 	cm     ipv4.ControlMessage
+	send   rawSender
 	// rbuf holds one datagram with its IP header; ReadFrom has one
 	// caller at a time (the interface's reader).
 	rbuf []byte
@@ -57,6 +58,7 @@ func Listen(ifi *net.Interface, opts Options) (Conn, error) {
 	}
 	c := &ipv4Conn{ifi: ifi, raw: raw, rc: rc, pc: ipv4.NewPacketConn(raw), source: opts.Source, rbuf: make([]byte, maxDatagram)}
 	c.cm = ipv4.ControlMessage{Src: net.IP(opts.Source.AsSlice()), IfIndex: ifi.Index}
+	c.send.oob = c.cm.Marshal()
 	if err := c.setup(opts); err != nil {
 		raw.Close()
 		return nil, fmt.Errorf("transport: VRRP socket on %s: %w", ifi.Name, err)
@@ -125,7 +127,7 @@ func (c *ipv4Conn) ReadFrom(b []byte) (int, PacketInfo, error) {
 		var n int
 		var rerr error
 		if err := c.rc.Read(func(fd uintptr) bool {
-			n, rerr = unix.Read(int(fd), c.rbuf)
+			n, rerr = rawRead(fd, c.rbuf)
 			return rerr != unix.EAGAIN && rerr != unix.EINTR
 		}); err != nil {
 			return 0, PacketInfo{}, err
@@ -165,8 +167,10 @@ func parseIPv4(d []byte) ([]byte, PacketInfo, bool) {
 }
 
 func (c *ipv4Conn) WriteTo(b []byte, dst netip.Addr) error {
-	_, err := c.pc.WriteTo(b, &c.cm, &net.IPAddr{IP: dst.AsSlice()})
-	return err
+	if !dst.Is4() {
+		return fmt.Errorf("transport: %v is not an IPv4 destination", dst)
+	}
+	return c.send.sendTo(c.rc, b, dst)
 }
 
 func (c *ipv4Conn) SetReadDeadline(t time.Time) error { return c.pc.SetReadDeadline(t) }

@@ -1,0 +1,80 @@
+package transport
+
+import (
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The I/O of the steady state (one advert in or out per interval) goes
+// through raw system calls on non-blocking sockets. An ordinary one tells
+// the Go scheduler it may block, and that wakes the runtime's monitor
+// thread (sysmon) from its idle sleep every time; sysmon then polls for a
+// few short sleeps before it sleeps again. At one advert a second those
+// context switches cost several times the read itself. A non-blocking call
+// cannot block, so there is nothing for the scheduler to do.
+
+// rawRead reads one datagram from the non-blocking socket fd.
+func rawRead(fd uintptr, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	n, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
+
+// rawSender sends datagrams with sendmsg(2) as a raw system call, with a
+// control message prepared once (the source address and interface).
+type rawSender struct {
+	mu  sync.Mutex // instances on one interface share the socket
+	oob []byte
+	msg unix.Msghdr
+	iov unix.Iovec
+	sa4 unix.RawSockaddrInet4
+	sa6 unix.RawSockaddrInet6
+}
+
+// sendTo sends b to dst on the non-blocking socket behind rc. A full send
+// buffer (EAGAIN) waits for the poller like any write.
+func (s *rawSender) sendTo(rc syscall.RawConn, b []byte, dst netip.Addr) error {
+	if len(b) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.msg = unix.Msghdr{Iov: &s.iov, Iovlen: 1}
+	s.iov.Base = &b[0]
+	s.iov.SetLen(len(b))
+	if dst.Is4() {
+		s.sa4 = unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: dst.As4()}
+		s.msg.Name, s.msg.Namelen = (*byte)(unsafe.Pointer(&s.sa4)), unix.SizeofSockaddrInet4
+	} else {
+		s.sa6 = unix.RawSockaddrInet6{Family: unix.AF_INET6, Addr: dst.As16()}
+		s.msg.Name, s.msg.Namelen = (*byte)(unsafe.Pointer(&s.sa6)), unix.SizeofSockaddrInet6
+	}
+	if len(s.oob) > 0 {
+		s.msg.Control = &s.oob[0]
+		s.msg.SetControllen(len(s.oob))
+	}
+	var errno unix.Errno
+	err := rc.Write(func(fd uintptr) bool {
+		_, _, errno = unix.RawSyscall(unix.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(&s.msg)), unix.MSG_DONTWAIT)
+		return errno != unix.EAGAIN && errno != unix.EINTR
+	})
+	s.iov.Base, s.msg.Control = nil, nil // keep nothing of b alive
+	if err != nil {
+		return err
+	}
+	if errno != 0 {
+		return &net.OpError{Op: "write", Net: "ip", Addr: &net.IPAddr{IP: dst.AsSlice()}, Err: os.NewSyscallError("sendmsg", errno)}
+	}
+	return nil
+}
