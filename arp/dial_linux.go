@@ -24,7 +24,12 @@ func Dial(ifi *net.Interface) (*Announcer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("arp: opening packet socket on %s: %w", ifi.Name, err)
 	}
-	return New(ifi, c), nil
+	raw, err := newRawSendConn(c, ifi)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("arp: packet socket on %s: %w", ifi.Name, err)
+	}
+	return New(ifi, raw), nil
 }
 
 // ListenMonitor opens a packet socket receiving ARP on ifi and returns a
