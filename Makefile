@@ -45,7 +45,7 @@ bench: deps build
 
 # The tiers that need no root (pure and fakes), run again under the race
 # detector: they hold the election's concurrency.
-RACE_PKGS := ./vrrp/... ./announce/... ./hoststat/... ./config/... ./control/... ./metrics/... ./systemd/... ./daemon/... ./health/...
+RACE_PKGS := ./vrrp/... ./announce/... ./hoststat/... ./config/... ./control/... ./metrics/... ./systemd/... ./daemon/... ./health/... ./internal/ktimer/...
 
 # Every test: pure, fakes, and (as root) the namespace, interop and lab tests.
 test: deps lint
@@ -59,7 +59,7 @@ test-short:
 lint:
 	@fmt=$$(gofmt -l .); if [ -n "$$fmt" ]; then echo "gofmt needed:"; echo "$$fmt"; exit 1; fi
 	$(GO) vet ./...
-	GOOS=darwin $(GO) vet ./vrrp/ ./announce/ ./hoststat/ ./config/ ./netif/ ./arp/ ./ndp/ ./transport/ ./health/ ./control/ ./systemd/ ./metrics/ ./internal/sched/
+	GOOS=darwin $(GO) vet ./vrrp/ ./announce/ ./hoststat/ ./config/ ./netif/ ./arp/ ./ndp/ ./transport/ ./health/ ./control/ ./systemd/ ./metrics/ ./internal/sched/ ./internal/ktimer/
 	$(GO) run $(STATICCHECK) ./...
 	$(GO) mod tidy -diff
 

@@ -121,17 +121,17 @@ func (in *instance) exec(actions []vrrp.Action) {
 			in.log.Info("two Masters: the other has a lower priority and yields; announcing ours again", "other", from)
 			in.runPolicy(in.policy.Reannounce(in.env.Now(), nil))
 		case vrrp.ActArmTimer:
-			after := a.After
-			in.dueAt[a.Timer] = in.env.Now().Add(after)
-			if a.Timer != vrrp.TimerAdvert {
-				// Go's timers wake through epoll in whole milliseconds and
-				// so fire up to a millisecond late; a takeover should not.
-				// Wake early and wait out the rest (waitUntil).
-				after = max(after-timerLead, 0)
-			}
-			in.timers[a.Timer].Reset(after)
+			now := in.env.Now()
+			in.dueAt[a.Timer] = now.Add(a.After)
+			in.armTimer(a.Timer, now)
 		case vrrp.ActStopTimer:
-			in.timers[a.Timer].Stop()
+			in.dueAt[a.Timer] = time.Time{}
+			// A runtime timer is left armed: it fires once for nothing
+			// (timerDue), as a stopped one would still wake the process.
+			if in.kernelTimers {
+				in.timers[a.Timer].Stop()
+				in.firesAt[a.Timer] = time.Time{}
+			}
 		case vrrp.ActTransition:
 			in.transition(a.Transition)
 		case vrrp.ActAddressMismatch:

@@ -91,15 +91,18 @@ type instance struct {
 	routes     *routeAnnouncer // in the BGP modes: the VIPs' host routes
 	linkIndex  int
 	sendBuf    []byte
-	advAddrs   []netip.Addr   // the VIPs as adverts list them; nil after a reload
-	timers     [4]*time.Timer // by vrrp.Timer
-	dueAt      [4]time.Time   // when a precise timer is really due
-	policyT    *time.Timer
-	reopen     bool      // a reload changed the transport
-	handover   bool      // the machine's next release is a planned move
-	yielding   bool      // the policy's handover is a yield to a preempting Master
-	lastClaim  time.Time // another host's last ARP or NA for our VIPs while we held them
-	tookAt     time.Time // when the addresses were last taken
+	advAddrs   []netip.Addr // the VIPs as adverts list them; nil after a reload
+	timers     [4]Timer     // by vrrp.Timer
+	dueAt      [4]time.Time // when a timer is due; zero: stopped
+	firesAt    [4]time.Time // when the runtime timer fires; zero: not armed (timers.go)
+	// kernelTimers: the timers are Env.NewTimer's, moved eagerly.
+	kernelTimers bool
+	policyT      Timer
+	reopen       bool      // a reload changed the transport
+	handover     bool      // the machine's next release is a planned move
+	yielding     bool      // the policy's handover is a yield to a preempting Master
+	lastClaim    time.Time // another host's last ARP or NA for our VIPs while we held them
+	tookAt       time.Time // when the addresses were last taken
 	// awaitSuccessor: the last planned move's report still lacks the
 	// successor's advert (its announcement may have ended the move).
 	awaitSuccessor bool
@@ -269,9 +272,10 @@ func (in *instance) run(ctx context.Context) error {
 		return in.runAnycast(ctx)
 	}
 	for i := range in.timers {
-		in.timers[i] = stoppedTimer()
+		in.timers[i] = in.newTimer()
 	}
-	in.policyT = stoppedTimer()
+	in.policyT = in.newTimer()
+	defer in.closeTimers()
 	for {
 		ifi, up, err := in.waitLink(ctx)
 		if err != nil {
@@ -339,19 +343,28 @@ func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
 				in.hooks.tick()
 			}
 			continue
-		case <-in.timers[vrrp.TimerAdvert].C:
+		case <-in.timers[vrrp.TimerAdvert].C():
+			if !in.timerDue(vrrp.TimerAdvert) {
+				continue
+			}
 			out = in.timerFired(vrrp.TimerAdvert, out)
 			in.exec(out)
 			in.late = 0
 			in.rideAdvert()
 			continue
-		case <-in.timers[vrrp.TimerMasterDown].C:
+		case <-in.timers[vrrp.TimerMasterDown].C():
+			if !in.timerDue(vrrp.TimerMasterDown) {
+				continue
+			}
 			in.waitUntil(in.dueAt[vrrp.TimerMasterDown])
 			out = in.timerFired(vrrp.TimerMasterDown, out)
-		case <-in.timers[vrrp.TimerTakeover].C:
+		case <-in.timers[vrrp.TimerTakeover].C():
+			if !in.timerDue(vrrp.TimerTakeover) {
+				continue
+			}
 			in.waitUntil(in.dueAt[vrrp.TimerTakeover])
 			out = in.timerFired(vrrp.TimerTakeover, out)
-		case <-in.policyT.C:
+		case <-in.policyT.C():
 			in.runPolicy(in.policy.Tick(in.env.Now(), nil))
 			continue
 		case c := <-in.claims:

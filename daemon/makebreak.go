@@ -196,7 +196,7 @@ func (in *instance) awaitHandover() {
 			in.sockets.free(p)
 		case c := <-in.claims:
 			in.onClaim(c)
-		case <-in.policyT.C:
+		case <-in.policyT.C():
 			in.runPolicy(in.policy.Tick(in.env.Now(), nil))
 		}
 	}

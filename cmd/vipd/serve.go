@@ -23,6 +23,7 @@ import (
 	"github.com/vipd/vipd/control"
 	"github.com/vipd/vipd/daemon"
 	"github.com/vipd/vipd/hoststat"
+	"github.com/vipd/vipd/internal/ktimer"
 	"github.com/vipd/vipd/metrics"
 	"github.com/vipd/vipd/ndp"
 	"github.com/vipd/vipd/netif"
@@ -88,6 +89,16 @@ func runDaemon(configPath string, adopt bool, stderr io.Writer) int {
 			return exitConfig
 		}
 	}
+}
+
+// newKernelTimer gives the election loops timerfd timers, so an idle
+// daemon wakes only when one expires (see internal/ktimer).
+func newKernelTimer() (daemon.Timer, error) {
+	t, err := ktimer.New()
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return t, nil
 }
 
 // adoptMarker, in the state directory, asks the next start to adopt the
@@ -180,6 +191,7 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, adopt boo
 		},
 		HostStats:    host.Sample,
 		HostBaseline: host.Baseline,
+		NewTimer:     newKernelTimer,
 		NewSpeaker: func(cfg bgp.Config, log *slog.Logger) (daemon.RouteSpeaker, error) {
 			return bgp.New(cfg, log)
 		},

@@ -1,0 +1,91 @@
+package ktimer
+
+import (
+	"os"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Timer is a one-shot timer. Its channel receives the time of each expiry;
+// a Reset or Stop does not take back an expiry already read from the
+// kernel, so a receiver checks whether the deadline it wanted has come.
+type Timer struct {
+	f    *os.File
+	rc   syscall.RawConn
+	fd   uintptr
+	c    chan time.Time
+	done chan struct{}
+	once sync.Once
+}
+
+// New returns a stopped timer. Close releases it.
+func New() (*Timer, error) {
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("timerfd_create", err)
+	}
+	f := os.NewFile(uintptr(fd), "timerfd")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	t := &Timer{f: f, rc: rc, fd: uintptr(fd), c: make(chan time.Time), done: make(chan struct{})}
+	go t.wait()
+	return t, nil
+}
+
+// C is the channel expiries are sent on.
+func (t *Timer) C() <-chan time.Time { return t.c }
+
+// Reset arms the timer to expire after d (at once for d <= 0).
+func (t *Timer) Reset(d time.Duration) {
+	d = max(d, time.Nanosecond) // an all-zero value would disarm it
+	t.settime(unix.NsecToTimespec(int64(d)))
+}
+
+// Stop disarms the timer.
+func (t *Timer) Stop() { t.settime(unix.Timespec{}) }
+
+func (t *Timer) settime(value unix.Timespec) {
+	spec := unix.ItimerSpec{Value: value}
+	// Raw: timerfd_settime never blocks, and an ordinary call would wake
+	// the runtime's monitor thread.
+	_ = t.rc.Control(func(fd uintptr) {
+		unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
+	})
+}
+
+// Close stops the timer and releases its descriptor.
+func (t *Timer) Close() error {
+	var err error
+	t.once.Do(func() {
+		close(t.done)
+		err = t.f.Close() // wakes wait's poll with an error
+	})
+	return err
+}
+
+// wait reads each expiry from the descriptor, as the poller reports it
+// readable, and hands it on.
+func (t *Timer) wait() {
+	var buf [8]byte
+	for {
+		err := t.rc.Read(func(fd uintptr) bool {
+			_, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+			return errno != unix.EAGAIN && errno != unix.EINTR
+		})
+		if err != nil {
+			return // closed
+		}
+		select {
+		case t.c <- time.Now():
+		case <-t.done:
+			return
+		}
+	}
+}

@@ -1,0 +1,78 @@
+package ktimer
+
+import (
+	"testing"
+	"time"
+)
+
+func TestTimerFiresAfterItsDelay(t *testing.T) {
+	tm, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tm.Close()
+	start := time.Now()
+	tm.Reset(30 * time.Millisecond)
+	select {
+	case at := <-tm.C():
+		if at.Sub(start) < 30*time.Millisecond {
+			t.Errorf("fired after %v, before its 30ms", at.Sub(start))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("did not fire")
+	}
+}
+
+func TestStopAndResetLater(t *testing.T) {
+	tm, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tm.Close()
+	tm.Reset(20 * time.Millisecond)
+	tm.Stop()
+	select {
+	case <-tm.C():
+		t.Fatal("a stopped timer fired")
+	case <-time.After(100 * time.Millisecond):
+	}
+	tm.Reset(10 * time.Millisecond)
+	tm.Reset(200 * time.Millisecond) // moved later: the earlier expiry is gone
+	start := time.Now()
+	select {
+	case <-tm.C():
+		if d := time.Since(start); d < 150*time.Millisecond {
+			t.Errorf("fired after %v; the reset moved it to 200ms", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("did not fire")
+	}
+}
+
+func TestZeroResetFiresAtOnce(t *testing.T) {
+	tm, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tm.Close()
+	tm.Reset(0)
+	select {
+	case <-tm.C():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Reset(0) did not fire")
+	}
+}
+
+func TestCloseEndsTheTimer(t *testing.T) {
+	tm, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm.Reset(time.Hour)
+	if err := tm.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tm.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
