@@ -26,7 +26,7 @@ type procSample struct {
 	runNS, runs            int64
 	ticks                  int64
 	voluntary, involuntary int64
-	rss, peakRSS           int64
+	rss, peakRSS, anon     int64
 }
 
 // sampleDaemon samples d's main process and its descendants (keepalived's
@@ -94,6 +94,7 @@ func sampleProcs(pids []int) (procSample, error) {
 		s.ticks += st.UTime + st.STime
 		s.rss += status.RSSBytes
 		s.peakRSS += status.PeakRSSBytes
+		s.anon += status.AnonBytes
 	}
 	if len(s.pids) == 0 {
 		errs = append(errs, errors.New("no process to sample"))
@@ -115,6 +116,7 @@ func usageBetween(node int, role string, a, b procSample) (ScaleNode, error) {
 		TickCPUMS:   float64(b.ticks-a.ticks) * 1000 / userHZ,
 		RSSMiB:      float64(b.rss) / mib,
 		PeakRSSMiB:  float64(b.peakRSS) / mib,
+		AnonMiB:     float64(b.anon) / mib,
 		Runs:        b.runs - a.runs,
 		Voluntary:   b.voluntary - a.voluntary,
 		Involuntary: b.involuntary - a.involuntary,

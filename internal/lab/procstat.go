@@ -81,6 +81,7 @@ func parseSchedstat(b []byte) (schedStat, error) {
 // task's status: the switch counts there are the task's own).
 type procStatus struct {
 	RSSBytes, PeakRSSBytes int64 // VmRSS, VmHWM (absent for kernel threads)
+	AnonBytes              int64 // RssAnon: private memory, not the binary's and libraries' file pages
 	Voluntary, Involuntary int64 // voluntary_ctxt_switches, nonvoluntary_ctxt_switches
 }
 
@@ -99,6 +100,8 @@ func parseStatus(b []byte) (procStatus, error) {
 			dst, scale = &st.RSSBytes, 1024
 		case "VmHWM":
 			dst, scale = &st.PeakRSSBytes, 1024
+		case "RssAnon":
+			dst, scale = &st.AnonBytes, 1024
 		case "voluntary_ctxt_switches":
 			dst = &st.Voluntary
 			seen++

@@ -83,6 +83,11 @@ type ScaleNode struct {
 	// RSSMiB is VmRSS at the end of the window, PeakRSSMiB VmHWM.
 	RSSMiB     float64 `json:"rss_mib"`
 	PeakRSSMiB float64 `json:"peak_rss_mib"`
+	// AnonMiB is RssAnon: the private part of RSS, without the file pages
+	// of the binary and libraries that RSS also counts (shared and
+	// reclaimable; with large page-cache folios the kernel maps more of
+	// a file than is touched).
+	AnonMiB float64 `json:"anon_mib"`
 	// Runs is how often a thread was put on a CPU (schedstat's third
 	// field): the wake-ups. Voluntary and Involuntary are context switches.
 	Runs        int64 `json:"runs"`
@@ -220,6 +225,8 @@ func cpuPerMin(w ScaleWindow, n ScaleNode) (float64, bool) {
 	return perMinute(n.CPUMS, w.WindowS), true
 }
 func rssMiB(_ ScaleWindow, n ScaleNode) (float64, bool) { return n.RSSMiB, true }
+
+func anonMiB(_ ScaleWindow, n ScaleNode) (float64, bool) { return n.AnonMiB, n.AnonMiB > 0 }
 func runsPerMin(w ScaleWindow, n ScaleNode) (float64, bool) {
 	return perMinute(float64(n.Runs), w.WindowS), true
 }
@@ -294,6 +301,7 @@ func (r *ScaleResult) rows() []scaleRow {
 		at := fmt.Sprintf("1 group @%s", fmtInterval(iv))
 		add(r.windowRow("cpu per node, "+at, "ms/min", iv, 1, 0, cpuPerMin))
 		add(r.windowRow("rss per node, "+at, "MiB", iv, 1, 0, rssMiB))
+		add(r.windowRow("  of it private (RssAnon)", "MiB", iv, 1, 0, anonMiB))
 	}
 	giv := r.Config.GroupsIntervalMS
 	for _, n := range r.Config.Groups {
@@ -303,6 +311,7 @@ func (r *ScaleResult) rows() []scaleRow {
 		at := fmt.Sprintf("%s @%s", groupsText(n), fmtInterval(giv))
 		add(r.windowRow("cpu per node, "+at, "ms/min", giv, n, 0, cpuPerMin))
 		add(r.windowRow("rss per node, "+at, "MiB", giv, n, 0, rssMiB))
+		add(r.windowRow("  of it private (RssAnon)", "MiB", giv, n, 0, anonMiB))
 	}
 	if rate := r.Config.ARPRate; rate > 0 {
 		at := fmt.Sprintf("1 group @%s, ARP %d/s", fmtInterval(giv), rate)

@@ -54,6 +54,8 @@ State:	S (sleeping)
 VmPeak:	   10604 kB
 VmHWM:	    6612 kB
 VmRSS:	    6560 kB
+RssAnon:	     988 kB
+RssFile:	    5572 kB
 Threads:	1
 voluntary_ctxt_switches:	1207
 nonvoluntary_ctxt_switches:	31
@@ -62,7 +64,7 @@ nonvoluntary_ctxt_switches:	31
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := procStatus{RSSBytes: 6560 * 1024, PeakRSSBytes: 6612 * 1024, Voluntary: 1207, Involuntary: 31}
+	want := procStatus{RSSBytes: 6560 * 1024, PeakRSSBytes: 6612 * 1024, AnonBytes: 988 * 1024, Voluntary: 1207, Involuntary: 31}
 	if st != want {
 		t.Errorf("parseStatus = %+v, want %+v", st, want)
 	}
