@@ -37,11 +37,11 @@ func (in *instance) runPolicy(actions []announce.Action) {
 	in.armPolicy()
 }
 
-// armPolicy points the policy's one timer at its next deadline.
+// armPolicy points the wake timer's policy deadline at the policy's next.
 func (in *instance) armPolicy() {
-	in.policyT.Stop()
-	if next := in.policy.Next(); !next.IsZero() {
-		in.policyT.Reset(max(next.Sub(in.env.Now()), 0))
+	in.policyDue = in.policy.Next()
+	if in.wake != nil {
+		in.rearm(in.env.Now())
 	}
 }
 

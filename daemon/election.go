@@ -123,15 +123,10 @@ func (in *instance) exec(actions []vrrp.Action) {
 		case vrrp.ActArmTimer:
 			now := in.env.Now()
 			in.dueAt[a.Timer] = now.Add(a.After)
-			in.armTimer(a.Timer, now)
+			in.rearm(now)
 		case vrrp.ActStopTimer:
 			in.dueAt[a.Timer] = time.Time{}
-			// A runtime timer is left armed: it fires once for nothing
-			// (timerDue), as a stopped one would still wake the process.
-			if in.kernelTimers {
-				in.timers[a.Timer].Stop()
-				in.firesAt[a.Timer] = time.Time{}
-			}
+			in.rearm(in.env.Now())
 		case vrrp.ActTransition:
 			in.transition(a.Transition)
 		case vrrp.ActAddressMismatch:

@@ -92,12 +92,14 @@ type instance struct {
 	linkIndex  int
 	sendBuf    []byte
 	advAddrs   []netip.Addr // the VIPs as adverts list them; nil after a reload
-	timers     [4]Timer     // by vrrp.Timer
-	dueAt      [4]time.Time // when a timer is due; zero: stopped
-	firesAt    [4]time.Time // when the runtime timer fires; zero: not armed (timers.go)
-	// kernelTimers: the timers are Env.NewTimer's, moved eagerly.
+	// wake is the one timer of every deadline (timers.go): dueAt, by
+	// vrrp.Timer, and policyDue; zero is none. firesAt is when wake fires,
+	// zero when not armed; kernelTimers: wake is Env.NewTimer's.
+	wake         Timer
+	dueAt        [4]time.Time
+	policyDue    time.Time
+	firesAt      time.Time
 	kernelTimers bool
-	policyT      Timer
 	reopen       bool      // a reload changed the transport
 	handover     bool      // the machine's next release is a planned move
 	yielding     bool      // the policy's handover is a yield to a preempting Master
@@ -271,11 +273,8 @@ func (in *instance) run(ctx context.Context) error {
 	if in.cfg.Announce == config.AnnounceBGPAnycast {
 		return in.runAnycast(ctx)
 	}
-	for i := range in.timers {
-		in.timers[i] = in.newTimer()
-	}
-	in.policyT = in.newTimer()
-	defer in.closeTimers()
+	in.wake = in.newTimer()
+	defer in.closeTimer()
 	for {
 		ifi, up, err := in.waitLink(ctx)
 		if err != nil {
@@ -343,29 +342,8 @@ func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
 				in.hooks.tick()
 			}
 			continue
-		case <-in.timers[vrrp.TimerAdvert].C():
-			if !in.timerDue(vrrp.TimerAdvert) {
-				continue
-			}
-			out = in.timerFired(vrrp.TimerAdvert, out)
-			in.exec(out)
-			in.late = 0
-			in.rideAdvert()
-			continue
-		case <-in.timers[vrrp.TimerMasterDown].C():
-			if !in.timerDue(vrrp.TimerMasterDown) {
-				continue
-			}
-			in.waitUntil(in.dueAt[vrrp.TimerMasterDown])
-			out = in.timerFired(vrrp.TimerMasterDown, out)
-		case <-in.timers[vrrp.TimerTakeover].C():
-			if !in.timerDue(vrrp.TimerTakeover) {
-				continue
-			}
-			in.waitUntil(in.dueAt[vrrp.TimerTakeover])
-			out = in.timerFired(vrrp.TimerTakeover, out)
-		case <-in.policyT.C():
-			in.runPolicy(in.policy.Tick(in.env.Now(), nil))
+		case <-in.wake.C():
+			in.onWake(out)
 			continue
 		case c := <-in.claims:
 			in.onClaim(c)
@@ -403,15 +381,6 @@ func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
 		in.exec(out)
 		in.late = 0
 	}
-}
-
-// timerFired hands an expired timer to the election, noting how late it
-// fired for the history.
-func (in *instance) timerFired(t vrrp.Timer, out []vrrp.Action) []vrrp.Action {
-	if due := in.dueAt[t]; !due.IsZero() {
-		in.late = max(in.env.Now().Sub(due), 0)
-	}
-	return in.m.TimerFired(t, out)
 }
 
 func (in *instance) onLinkEvent(ev netif.Event, out []vrrp.Action) []vrrp.Action {

@@ -196,8 +196,12 @@ func (in *instance) awaitHandover() {
 			in.sockets.free(p)
 		case c := <-in.claims:
 			in.onClaim(c)
-		case <-in.policyT.C():
-			in.runPolicy(in.policy.Tick(in.env.Now(), nil))
+		case <-in.wake.C():
+			// Only the policy's deadline counts now; the election stopped.
+			in.firesAt = time.Time{}
+			in.dueAt = [len(in.dueAt)]time.Time{}
+			in.policyWake()
+			in.rearm(in.env.Now())
 		}
 	}
 }

@@ -31,13 +31,20 @@ func (in *instance) waitUntil(t time.Time) {
 	}
 }
 
-// The election's timers are armed lazily. Every advert a Backup hears pushes
+// An instance waits on one timer for all its deadlines: the election's
+// (dueAt, by vrrp.Timer) and the announcement policy's (policyDue). It is
+// armed for the earliest (rearm); when it fires, whatever is due runs
+// (onWake). One timer, not five, keeps a host with hundreds of groups
+// light (one descriptor and one goroutine per instance for kernel timers).
+//
+// A runtime timer is moved later lazily. Every advert a Backup hears pushes
 // its Master_Down_Timer back; resetting a runtime timer to a later time
 // leaves its old deadline in the runtime's timer heap, which then wakes the
 // process, and the runtime's monitor thread, for nothing once per advert.
-// Instead the runtime timer keeps its earlier deadline and, when it fires,
-// is armed again for what is left of the real one (dueAt): one wake-up per
-// Master_Down_Interval instead of one per advert.
+// So the runtime timer keeps its earlier deadline and, when it fires, is
+// armed again for what is left: one wake-up per Master_Down_Interval
+// instead of one per advert. A kernel timer (Env.NewTimer) is moved for
+// one raw system call and no wake-up, so it is always moved.
 
 // wakeAt is when timer t must wake the loop for a deadline due: early by
 // timerLead for the precise ones, since Go's timers wake through epoll in
@@ -50,31 +57,70 @@ func wakeAt(t vrrp.Timer, due time.Time) time.Time {
 	return due.Add(-timerLead)
 }
 
-// armTimer makes timer t wake the loop by its deadline dueAt[t], unless it
-// is a runtime timer armed to wake sooner already. A kernel timer is moved
-// for one raw system call and no wake-up, so it is always moved.
-func (in *instance) armTimer(t vrrp.Timer, now time.Time) {
-	at := wakeAt(t, in.dueAt[t])
-	if f := in.firesAt[t]; !in.kernelTimers && !f.IsZero() && !f.After(at) {
-		return
+// electionTimers are the machine's timers in the order onWake runs them
+// when several are due.
+var electionTimers = [...]vrrp.Timer{vrrp.TimerTakeover, vrrp.TimerMasterDown, vrrp.TimerAdvert}
+
+// nextWake is the earliest moment anything waits for; zero: nothing.
+func (in *instance) nextWake() time.Time {
+	next := in.policyDue
+	for _, t := range electionTimers {
+		if due := in.dueAt[t]; !due.IsZero() {
+			if at := wakeAt(t, due); next.IsZero() || at.Before(next) {
+				next = at
+			}
+		}
 	}
-	in.timers[t].Reset(max(at.Sub(now), 0))
-	in.firesAt[t] = at
+	return next
 }
 
-// timerDue is called when timer t fired: it reports whether its deadline
-// has come, or arms it again for a deadline moved later meanwhile.
-func (in *instance) timerDue(t vrrp.Timer) bool {
-	in.firesAt[t] = time.Time{}
-	if in.dueAt[t].IsZero() {
-		return false // stopped since it was armed
+// rearm points the wake timer at nextWake.
+func (in *instance) rearm(now time.Time) {
+	next := in.nextWake()
+	switch {
+	case next.IsZero() && in.kernelTimers:
+		in.wake.Stop()
+		in.firesAt = time.Time{}
+	case next.IsZero():
+		// Left armed: it fires once for nothing, as a stopped runtime
+		// timer would still wake the process.
+	case in.kernelTimers && !next.Equal(in.firesAt), !in.kernelTimers && (in.firesAt.IsZero() || in.firesAt.After(next)):
+		in.wake.Reset(max(next.Sub(now), 0))
+		in.firesAt = next
 	}
-	now := in.env.Now()
-	if now.Before(wakeAt(t, in.dueAt[t])) {
-		in.armTimer(t, now)
-		return false
+}
+
+// onWake runs what is due when the wake timer fired: the election's
+// timers, then the policy's, and arms it for what is next.
+func (in *instance) onWake(out []vrrp.Action) {
+	in.firesAt = time.Time{}
+	for _, t := range electionTimers {
+		due := in.dueAt[t]
+		if due.IsZero() || in.env.Now().Before(wakeAt(t, due)) {
+			continue
+		}
+		if t != vrrp.TimerAdvert {
+			in.waitUntil(due)
+		}
+		in.late = max(in.env.Now().Sub(due), 0)
+		in.dueAt[t] = time.Time{} // fired; the machine arms it again if it wants
+		out = in.m.TimerFired(t, out[:0])
+		in.exec(out)
+		in.late = 0
+		if t == vrrp.TimerAdvert {
+			in.rideAdvert()
+		}
 	}
-	return true
+	in.policyWake()
+	in.rearm(in.env.Now())
+}
+
+// policyWake runs the policy's timer if it is due.
+func (in *instance) policyWake() {
+	if due := in.policyDue; !due.IsZero() && !in.env.Now().Before(due) {
+		in.policyDue = time.Time{}
+		in.runPolicy(in.policy.Tick(in.env.Now(), nil))
+	}
 }
 
 func stoppedTimer() *time.Timer {
@@ -103,7 +149,7 @@ func (g goTimer) Stop()                 { g.t.Stop() }
 func (g goTimer) Close() error          { g.t.Stop(); return nil }
 
 // newTimer returns a stopped Timer from the environment, or a goTimer
-// (kernelTimers says which the loop has: it makes them all at once).
+// (kernelTimers says which).
 func (in *instance) newTimer() Timer {
 	if in.env.NewTimer != nil {
 		t, err := in.env.NewTimer()
@@ -116,14 +162,9 @@ func (in *instance) newTimer() Timer {
 	return goTimer{stoppedTimer()}
 }
 
-// closeTimers releases the loop's timers when the instance ends.
-func (in *instance) closeTimers() {
-	for _, t := range in.timers {
-		if t != nil {
-			t.Close()
-		}
-	}
-	if in.policyT != nil {
-		in.policyT.Close()
+// closeTimer releases the wake timer when the instance ends.
+func (in *instance) closeTimer() {
+	if in.wake != nil {
+		in.wake.Close()
 	}
 }
