@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -247,8 +248,19 @@ func TestLabIPv6TentativeLinkLocalAtStart(t *testing.T) {
 	if s := c.mon.State(); s.OnlyHolder() != 1 {
 		t.Fatalf("holders %v after start-up", s.Holders)
 	}
-	if dup := c.mon.DuplicateTime(start, end); dup > 0 {
-		t.Errorf("two nodes held the VIP for %v during start-up", dup)
+	// One node's DAD can end after another's Master_Down_Interval: that one
+	// is Master alone for a while, and the preferred node preempts it when
+	// it joins. The preempted Master then keeps the VIP until the new one
+	// announces it (make-before-break, within the bound it logs): that
+	// overlap is a handover, not two Masters.
+	allowed := time.Duration(0)
+	for i := 1; i <= 3; i++ {
+		if b, ok := c.yieldBound(i); ok {
+			allowed = max(allowed, b)
+		}
+	}
+	if dup := c.mon.DuplicateTime(start, end); dup > allowed {
+		t.Errorf("two nodes held the VIP for %v during start-up (a preemption's make-before-break allows %v)", dup, allowed)
 	}
 	for i := 1; i <= 3; i++ {
 		ready, ok := w.Ready(i)
@@ -669,4 +681,16 @@ func TestLabUnicastTTLRange(t *testing.T) {
 	if s := c.mon.State(); s.OnlyHolder() != 1 {
 		t.Errorf("holders %v with the TTL back inside the range", s.Holders)
 	}
+}
+
+// yieldBound is the make-before-break bound node i logged when a
+// preempting Master made it yield, if it did.
+func (c *cluster) yieldBound(i int) (time.Duration, bool) {
+	b, _ := os.ReadFile(c.daemons[i].LogPath())
+	m := regexp.MustCompile(`preempted: keeping the addresses until the new Master announces them.* bound=(\S+)`).FindSubmatch(b)
+	if m == nil {
+		return 0, false
+	}
+	d, err := time.ParseDuration(string(m[1]))
+	return d, err == nil
 }
