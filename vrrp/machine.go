@@ -151,10 +151,10 @@ func (c *Config) validate() error {
 		return errors.New("vrrp: VRID 0 is not valid (1..255)")
 	case c.Priority == 0 || c.Priority == 255:
 		return fmt.Errorf("vrrp: priority %d is not valid (1..254)", c.Priority)
-	case c.AdvertInterval < MinAdvertInterval || c.AdvertInterval > MaxAdvertInterval || c.AdvertInterval%centisecond != 0:
-		return fmt.Errorf("vrrp: advert interval %v is not a multiple of 10ms between %v and %v", c.AdvertInterval, MinAdvertInterval, MaxAdvertInterval)
 	case c.validateVersion() != nil:
 		return c.validateVersion()
+	case c.Version != Version2 && (c.AdvertInterval < MinAdvertInterval || c.AdvertInterval > MaxAdvertInterval || c.AdvertInterval%centisecond != 0):
+		return fmt.Errorf("vrrp: advert interval %v is not a multiple of 10ms between %v and %v", c.AdvertInterval, MinAdvertInterval, MaxAdvertInterval)
 	case c.PreemptDelay < 0:
 		return fmt.Errorf("vrrp: negative preempt delay %v", c.PreemptDelay)
 	case c.TakeoverGrace < 0 || c.TakeoverGrace >= c.AdvertInterval:

@@ -49,7 +49,16 @@ func (m *Machine) checkVersion(adv *Advertisement) error {
 // and with a password its data, must be ours. A VRRPv3 advert accepted
 // during a move between versions has no authentication to check.
 func (m *Machine) checkAuth(adv *Advertisement) error {
-	if adv.Version == Version2 && adv.Auth != m.cfg.Auth {
+	switch {
+	case adv.Version != Version2:
+		return nil
+	case adv.Auth.Type != m.cfg.Auth.Type:
+		return DropAuth
+	case adv.Auth.Type == AuthNone:
+		// The data of no authentication is to be ignored on receipt
+		// (RFC 3768 section 5.3.10), whatever a peer put there.
+		return nil
+	case adv.Auth.Data != m.cfg.Auth.Data:
 		return DropAuth
 	}
 	return nil

@@ -42,6 +42,20 @@ func TestNewMachineRefusesBadV2Config(t *testing.T) {
 	}
 }
 
+// VRRPv2 carries up to 255 s, beyond VRRPv3's 40.95 s.
+func TestV2LongInterval(t *testing.T) {
+	c := testConfigV2(100, "198.51.100.11")
+	c.AdvertInterval = 255 * time.Second
+	m, _ := backupMachine(t, c)
+	if got, want := m.MasterDownInterval(), 765*time.Second+609375*time.Microsecond; got != want {
+		t.Errorf("Master_Down_Interval = %v, want %v", got, want)
+	}
+	c.AdvertInterval = 256 * time.Second
+	if _, err := NewMachine(c, newFakeClock()); err == nil {
+		t.Error("NewMachine took a VRRPv2 interval of 256s")
+	}
+}
+
 // RFC 3768 section 6.1: Skew_Time is (256 - Priority) / 256 seconds whatever
 // the interval, Master_Down_Interval three intervals plus that.
 func TestV2Timers(t *testing.T) {
@@ -88,6 +102,7 @@ func TestReceiveAcrossVersions(t *testing.T) {
 		{"v3 router accepting v2 takes ours", func(c *Config) { c.Auth, c.AcceptOtherVersion = pass, true }, v2(150, time.Second, pass), nil},
 		{"v2 router, v3 advert has no password to check", func(c *Config) { c.Version, c.Auth, c.AcceptOtherVersion = Version2, pass, true }, v3(150, time.Second), nil},
 		{"v2 router, other interval", func(c *Config) { c.Version = Version2 }, v2(150, 2*time.Second, Auth{}), DropIntervalMismatch},
+		{"v2 router, no authentication with stray data", func(c *Config) { c.Version = Version2 }, v2(150, time.Second, Auth{Data: [8]byte{1, 2}}), nil},
 		{"v2 router, v3 advert of another interval", func(c *Config) { c.Version, c.AcceptOtherVersion = Version2, true }, v3(150, 100*time.Millisecond), DropIntervalMismatch},
 	}
 	for _, tt := range tests {
