@@ -468,8 +468,9 @@ func familyOf(p netip.Prefix) int {
 // AdoptVIP makes an address equal to vip that is already on ifname vipd's,
 // so that RemoveVIP takes it away when the instance releases: the address
 // a replaced daemon (keepalived killed without its cleanup) left on its
-// Master. It reports whether the address was there; an address with a
-// label other than vipd's is an admin's and is not adopted (an error).
+// Master, whatever its label (keepalived's `label eth0:1` too: an address
+// adopted and then kept as someone else's would stay on this host while
+// another holds the VIP). It reports whether the address was there.
 func (m *Manager) AdoptVIP(ifname string, vip netip.Prefix) (bool, error) {
 	vip = unmapPrefix(vip)
 	a, err := m.find(ifname, vip)
@@ -481,10 +482,7 @@ func (m *Manager) AdoptVIP(ifname string, vip netip.Prefix) (bool, error) {
 		return false, err
 	}
 	label := ""
-	if vip.Addr().Is4() && a.Label != "" && a.Label != ifname {
-		if a.Label != vipLabel(ifname) {
-			return false, &ForeignAddressError{Interface: ifname, Prefix: vip, Want: vipLabel(ifname), Label: a.Label}
-		}
+	if vip.Addr().Is4() && a.Label != ifname {
 		label = a.Label
 	}
 	m.remember(vip)

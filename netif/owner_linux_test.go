@@ -98,9 +98,9 @@ func TestRemoveVIPOnAnInterfaceWithoutRoomForTheLabel(t *testing.T) {
 	}
 }
 
-// AdoptVIP takes an unlabelled address equal to a VIP (what keepalived
-// leaves when killed) for vipd's, so the release removes it; an address
-// with an admin's label is not adopted, and a missing one is reported so.
+// AdoptVIP takes an address equal to a VIP (what keepalived leaves when
+// killed, unlabelled or with its configured label) for vipd's, so the
+// release removes it; a missing one is reported so.
 func TestAdoptVIP(t *testing.T) {
 	nstest.RequireRoot(t, "sudo go test ./netif")
 	ns := nstest.New(t)
@@ -124,13 +124,24 @@ func TestAdoptVIP(t *testing.T) {
 		t.Errorf("the adopted address stayed: %v", got)
 	}
 
+	// keepalived's `label vip0:1`: adopted too, and removed by the release.
+	if err := h.AddrAdd(vip0, &netlink.Addr{IPNet: ipNet(testVIP), Label: "vip0:1"}); err != nil {
+		t.Fatal(err)
+	}
+	if found, err := m.AdoptVIP("vip0", testVIP); !found || err != nil {
+		t.Fatalf("AdoptVIP of a labelled address = %v, %v; want true", found, err)
+	}
+	if err := m.RemoveVIP("vip0", testVIP); err != nil {
+		t.Errorf("RemoveVIP of the adopted labelled address: %v", err)
+	}
+	if got := addrsOf(t, h, vip0, testVIP); len(got) != 0 {
+		t.Errorf("the adopted labelled address stayed: %v", got)
+	}
+	// Without adoption such an address is still someone else's.
 	if err := h.AddrAdd(vip0, &netlink.Addr{IPNet: ipNet(testVIP), Label: "vip0:admin"}); err != nil {
 		t.Fatal(err)
 	}
-	if found, err := m.AdoptVIP("vip0", testVIP); found || !errors.Is(err, ErrNotOurs) {
-		t.Errorf("AdoptVIP of an admin's labelled address = %v, %v; want false and ErrNotOurs", found, err)
-	}
-	if err := m.RemoveVIP("vip0", testVIP); !errors.Is(err, ErrNotOurs) {
-		t.Errorf("RemoveVIP of the admin's address = %v, want ErrNotOurs", err)
+	if err := newTestManager(t, ns).RemoveVIP("vip0", testVIP); !errors.Is(err, ErrNotOurs) {
+		t.Errorf("RemoveVIP of an admin's address = %v, want ErrNotOurs", err)
 	}
 }
