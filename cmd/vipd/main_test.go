@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -455,5 +456,21 @@ func TestDaemonInfo(t *testing.T) {
 	}
 	if !d.StartedAt.Equal(processStart) || d.StartedAt.After(time.Now()) {
 		t.Errorf("StartedAt %v, want the process start %v", d.StartedAt, processStart)
+	}
+}
+
+// A re-exec after an upgrade must not adopt again: the new binary resumes
+// from the handover, and --adopt was for the first start only.
+func TestReexecDropsAdopt(t *testing.T) {
+	for _, tt := range []struct{ in, want []string }{
+		{[]string{"vipd", "run", "--config", "/etc/vipd/vipd.toml", "--adopt"}, []string{"vipd", "run", "--config", "/etc/vipd/vipd.toml"}},
+		{[]string{"vipd", "run", "-adopt", "--config=x"}, []string{"vipd", "run", "--config=x"}},
+		{[]string{"vipd", "run", "--adopt=true"}, []string{"vipd", "run"}},
+		{[]string{"vipd", "run", "--", "--adopt"}, []string{"vipd", "run", "--", "--adopt"}},
+		{[]string{"vipd", "run", "--config", "adopt"}, []string{"vipd", "run", "--config", "adopt"}},
+	} {
+		if got := withoutAdopt(tt.in); !slices.Equal(got, tt.want) {
+			t.Errorf("withoutAdopt(%q) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }

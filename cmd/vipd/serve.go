@@ -79,7 +79,7 @@ func runDaemon(configPath string, adopt bool, stderr io.Writer) int {
 		env := append(os.Environ(), handoverEnv+"="+up.file)
 		log.Info("re-executing the new binary", "binary", up.exe)
 		flushLog()
-		err := syscall.Exec(up.exe, os.Args, env)
+		err := syscall.Exec(up.exe, withoutAdopt(os.Args), env)
 		// Only a failed exec returns: carry on in this process.
 		log.Error("re-exec failed; continuing with the running binary", "binary", up.exe, "error", err)
 		handover = up.handover
@@ -89,6 +89,23 @@ func runDaemon(configPath string, adopt bool, stderr io.Writer) int {
 			return exitConfig
 		}
 	}
+}
+
+// withoutAdopt is the command line for a re-exec: only the start that was
+// asked to adopt adopts; the new binary resumes from the handover.
+func withoutAdopt(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && name == "adopt" {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // newKernelTimer gives the election loops timerfd timers, so an idle
