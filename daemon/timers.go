@@ -59,12 +59,14 @@ func wakeAt(t vrrp.Timer, due time.Time) time.Time {
 
 // electionTimers are the machine's timers in the order onWake runs them
 // when several are due.
-var electionTimers = [...]vrrp.Timer{vrrp.TimerTakeover, vrrp.TimerMasterDown, vrrp.TimerAdvert}
+func electionTimers() [3]vrrp.Timer {
+	return [...]vrrp.Timer{vrrp.TimerTakeover, vrrp.TimerMasterDown, vrrp.TimerAdvert}
+}
 
 // nextWake is the earliest moment anything waits for; zero: nothing.
 func (in *instance) nextWake() time.Time {
 	next := in.policyDue
-	for _, t := range electionTimers {
+	for _, t := range electionTimers() {
 		if due := in.dueAt[t]; !due.IsZero() {
 			if at := wakeAt(t, due); next.IsZero() || at.Before(next) {
 				next = at
@@ -94,7 +96,7 @@ func (in *instance) rearm(now time.Time) {
 // timers, then the policy's, and arms it for what is next.
 func (in *instance) onWake(out []vrrp.Action) {
 	in.firesAt = time.Time{}
-	for _, t := range electionTimers {
+	for _, t := range electionTimers() {
 		due := in.dueAt[t]
 		if due.IsZero() || in.env.Now().Before(wakeAt(t, due)) {
 			continue
@@ -131,7 +133,7 @@ func stoppedTimer() *time.Timer {
 
 // A Timer is a one-shot timer the election loop waits on. A Reset or Stop
 // need not take back an expiry already on its way: the loop checks its
-// deadlines (timerDue).
+// deadlines (onWake).
 type Timer interface {
 	C() <-chan time.Time
 	Reset(d time.Duration)
