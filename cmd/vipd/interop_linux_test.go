@@ -181,17 +181,24 @@ func TestInteropFRRVipdHigher(t *testing.T) {
 }
 
 func TestInteropFRRHigher(t *testing.T) {
-	c := newCluster(t, 100*time.Millisecond, noDaemon, lab.Vipd)
+	frrHigherThanVipd(newCluster(t, 100*time.Millisecond, noDaemon, lab.Vipd), time.Second)
+}
+
+// frrHigherThanVipd: FRR's vrrpd on n1 at 150 is Master and vipd on n2 its
+// Backup, holding nothing for settle; FRR stops and vipd takes over on its
+// priority 0, having dropped none of its adverts.
+func frrHigherThanVipd(c *cluster, settle time.Duration) {
+	t := c.t
+	t.Helper()
 	frr := startFRR(t, c, 1, 150)
 	c.waitFor("FRR master", 20*time.Second, func(s lab.State) bool { return s.Advertiser == 1 && s.AdvertPriority == 150 })
 	if !c.waitLog(2, "to=BACKUP") {
 		t.Fatal("vipd did not start")
 	}
-	time.Sleep(time.Second)
+	time.Sleep(settle)
 	if s := c.mon.State(); s.Holds(2) {
 		t.Fatal("vipd holds the VIP beside a higher-priority FRR master")
 	}
-	// FRR stops: vipd takes over on its priority 0.
 	frr.stop(frr.vrrpd)
 	c.waitFor("vipd master", 20*time.Second, func(s lab.State) bool { return s.Advertiser == 2 && s.Holds(2) })
 	if !c.waitLog(2, "to=MASTER", "priority 0 from master 198.51.100.11: it is releasing") {

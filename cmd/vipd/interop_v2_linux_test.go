@@ -129,24 +129,8 @@ func frrV2Group() lab.GroupConfig {
 }
 
 func TestInteropV2FRRHigher(t *testing.T) {
-	c := newClusterGroup(t, frrV2Group(), noDaemon, lab.Vipd)
-	frr := startFRR(t, c, 1, 150)
-	c.waitFor("FRR master", 20*time.Second, func(s lab.State) bool { return s.Advertiser == 1 && s.AdvertPriority == 150 })
-	if !c.waitLog(2, "to=BACKUP") {
-		t.Fatal("vipd did not settle as backup")
-	}
-	time.Sleep(4 * time.Second) // beyond vipd's Master_Down_Interval
-	if s := c.mon.State(); s.Holds(2) {
-		t.Fatal("vipd holds the VIP beside a higher-priority FRR master")
-	}
-	frr.stop(frr.vrrpd)
-	c.waitFor("vipd master", 20*time.Second, func(s lab.State) bool { return s.Advertiser == 2 && s.Holds(2) })
-	if !c.waitLog(2, "to=MASTER", "priority 0 from master 198.51.100.11: it is releasing") {
-		t.Error("vipd did not take over on FRR's priority 0")
-	}
-	if c.logHas(2, "advert dropped") {
-		t.Error("vipd dropped FRR's VRRPv2 adverts")
-	}
+	// Beyond vipd's Master_Down_Interval at VRRPv2's 1 s adverts.
+	frrHigherThanVipd(newClusterGroup(t, frrV2Group(), noDaemon, lab.Vipd), 4*time.Second)
 }
 
 func TestInteropV2VipdHigherThanFRR(t *testing.T) {
