@@ -40,8 +40,13 @@ func startNode(t *testing.T, lan *fakeLAN, addr string, ic config.Instance) *nod
 
 func startOn(t *testing.T, h *fakeHost, ic config.Instance) *node {
 	t.Helper()
+	return startWithEnv(t, h, h.env(), ic)
+}
+
+func startWithEnv(t *testing.T, h *fakeHost, env Env, ic config.Instance) *node {
+	t.Helper()
 	cfg := &config.Config{Instances: []config.Instance{ic}}
-	d, err := New(cfg, slog.New(slog.DiscardHandler), h.env(), Options{})
+	d, err := New(cfg, slog.New(slog.DiscardHandler), env, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,6 +100,7 @@ type instance struct {
 	policyDue    time.Time
 	firesAt      time.Time
 	kernelTimers bool
+	waking       bool      // onWake is running what is due (rearm waits for it)
 	reopen       bool      // a reload changed the transport
 	handover     bool      // the machine's next release is a planned move
 	yielding     bool      // the policy's handover is a yield to a preempting Master

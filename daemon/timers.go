@@ -76,8 +76,15 @@ func (in *instance) nextWake() time.Time {
 	return next
 }
 
-// rearm points the wake timer at nextWake.
+// rearm points the wake timer at nextWake. While onWake runs what is due,
+// it waits for onWake's own rearm at the end: the advert a Master sends
+// re-arms the advert timer with the policy's probe still due, and arming
+// the kernel timer for that instant costs a system call and an expiry for
+// a deadline the same wake-up serves a moment later.
 func (in *instance) rearm(now time.Time) {
+	if in.waking {
+		return
+	}
 	next := in.nextWake()
 	switch {
 	case next.IsZero() && in.kernelTimers:
@@ -96,6 +103,7 @@ func (in *instance) rearm(now time.Time) {
 // timers, then the policy's, and arms it for what is next.
 func (in *instance) onWake(out []vrrp.Action) {
 	in.firesAt = time.Time{}
+	in.waking = true
 	for _, t := range electionTimers() {
 		due := in.dueAt[t]
 		if due.IsZero() || in.env.Now().Before(wakeAt(t, due)) {
@@ -114,6 +122,7 @@ func (in *instance) onWake(out []vrrp.Action) {
 		}
 	}
 	in.policyWake()
+	in.waking = false
 	in.rearm(in.env.Now())
 }
 
