@@ -71,21 +71,30 @@ func (t *Timer) Close() error {
 }
 
 // wait reads each expiry from the descriptor, as the poller reports it
-// readable, and hands it on.
+// readable, and hands it on. It stays inside one wait of the poller: a
+// read that took the expiry leaves the descriptor unreadable until the
+// next one, which is a new edge for the poller, so no read is spent only
+// to hear EAGAIN.
 func (t *Timer) wait() {
 	var buf [8]byte
-	for {
-		err := t.rc.Read(func(fd uintptr) bool {
+	t.rc.Read(func(fd uintptr) bool {
+		for {
 			_, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
-			return errno != unix.EAGAIN && errno != unix.EINTR
-		})
-		if err != nil {
-			return // closed
+			switch errno {
+			case 0:
+			case unix.EINTR:
+				continue
+			case unix.EAGAIN:
+				return false
+			default:
+				return true
+			}
+			select {
+			case t.c <- time.Now():
+				return false
+			case <-t.done:
+				return true
+			}
 		}
-		select {
-		case t.c <- time.Now():
-		case <-t.done:
-			return
-		}
-	}
+	})
 }

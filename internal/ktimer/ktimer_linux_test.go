@@ -76,3 +76,32 @@ func TestCloseEndsTheTimer(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 }
+
+// Each expiry is read once and the next one wakes the waiter again, with
+// no read in between that heard EAGAIN: the poller's edge does it.
+func TestTimerFiresAgainAfterEachExpiry(t *testing.T) {
+	tm, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tm.Close()
+	for i := range 5 {
+		tm.Reset(5 * time.Millisecond)
+		select {
+		case <-tm.C():
+		case <-time.After(5 * time.Second):
+			t.Fatalf("expiry %d never came", i+1)
+		}
+	}
+	// Expiries while nobody receives are one reading of the descriptor:
+	// one value, then the next Reset's.
+	tm.Reset(time.Millisecond)
+	time.Sleep(20 * time.Millisecond)
+	<-tm.C()
+	tm.Reset(5 * time.Millisecond)
+	select {
+	case <-tm.C():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the expiry after a late receive never came")
+	}
+}
