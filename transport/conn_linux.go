@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"syscall"
 	"time"
 
@@ -22,14 +23,20 @@ type ipv4Conn struct {
 	cm     ipv4.ControlMessage
 	send   rawSender
 	// rbuf holds one datagram with its IP header; ReadFrom has one
-	// caller at a time (the interface's reader).
-	rbuf []byte
+	// caller at a time (the interface's reader), and so has Receive, with
+	// batch.
+	rbuf  []byte
+	batch *rawBatch
 }
 
 // maxDatagram bounds what ReadFrom reads: an advert with 255 IPv4
 // addresses and the largest IP header is far below it; a longer datagram
 // is cut and fails to decode.
 const maxDatagram = 2048
+
+// receiveBatch is how many datagrams Receive takes from the socket with one
+// system call: adverts of many groups on one link arrive together.
+const receiveBatch = 8
 
 var _ Conn = (*ipv4Conn)(nil)
 
@@ -56,7 +63,8 @@ func Listen(ifi *net.Interface, opts Options) (Conn, error) {
 		raw.Close()
 		return nil, fmt.Errorf("transport: raw socket for VRRP on %s: %w", ifi.Name, err)
 	}
-	c := &ipv4Conn{ifi: ifi, raw: raw, rc: rc, pc: ipv4.NewPacketConn(raw), source: opts.Source, rbuf: make([]byte, maxDatagram)}
+	c := &ipv4Conn{ifi: ifi, raw: raw, rc: rc, pc: ipv4.NewPacketConn(raw), source: opts.Source,
+		rbuf: make([]byte, maxDatagram), batch: newRawBatch(receiveBatch, maxDatagram)}
 	c.cm = ipv4.ControlMessage{Src: net.IP(opts.Source.AsSlice()), IfIndex: ifi.Index}
 	c.send.oob = c.cm.Marshal()
 	if err := c.setup(opts); err != nil {
@@ -142,6 +150,46 @@ func (c *ipv4Conn) ReadFrom(b []byte) (int, PacketInfo, error) {
 		info.IfIndex = c.ifi.Index
 		return copy(b, payload), info, nil
 	}
+}
+
+// Receive reads datagrams until the socket fails or its read deadline
+// passes, handing each VRRP payload to fn (valid only during the call).
+// It stays inside one wait of the poller: a batch shorter than
+// receiveBatch left the socket empty, and a datagram arriving after it is
+// a new edge for the poller, so no read is spent only to hear EAGAIN (one
+// system call in two at one advert per interval). ReadFrom, which returns
+// to its caller between datagrams, cannot skip that read: the poller's
+// readiness is reset at each new wait.
+func (c *ipv4Conn) Receive(fn func(payload []byte, info PacketInfo)) error {
+	var rerr error
+	err := c.rc.Read(func(fd uintptr) bool {
+		for {
+			n, errno := c.batch.recv(fd)
+			switch errno {
+			case 0:
+			case unix.EAGAIN:
+				return false
+			case unix.EINTR:
+				continue
+			default:
+				rerr = os.NewSyscallError("recvmmsg", errno)
+				return true
+			}
+			for i := range n {
+				if payload, info, ok := parseIPv4(c.batch.datagram(i)); ok {
+					info.IfIndex = c.ifi.Index
+					fn(payload, info)
+				}
+			}
+			if n < len(c.batch.hdrs) {
+				return false
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return rerr
 }
 
 // parseIPv4 splits a datagram into its payload and what its IPv4 header

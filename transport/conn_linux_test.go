@@ -131,3 +131,70 @@ func TestReadDeadlineUnblocks(t *testing.T) {
 		t.Fatal("a past deadline did not unblock ReadFrom")
 	}
 }
+
+// Receive takes datagrams in batches inside one wait of the poller: a
+// burst longer than a batch, then a datagram after a pause (a new edge for
+// the poller, with no read that heard EAGAIN in between), all arrive, in
+// order; a past deadline ends it.
+func TestReceiveBatchesAndWaits(t *testing.T) {
+	l := newLab(t, 2)
+	a, b := listenOn(t, l, 1, false), listenOn(t, l, 2, false)
+	r, ok := b.(Receiver)
+	if !ok {
+		t.Fatalf("the IPv4 Conn %T is not a Receiver", b)
+	}
+	got := make(chan int, 64)
+	done := make(chan error, 1)
+	go func() {
+		done <- r.Receive(func(p []byte, info PacketInfo) {
+			var adv vrrp.Advertisement
+			if err := adv.Decode(p, info.Src, info.Dst); err != nil {
+				t.Errorf("datagram does not decode: %v", err)
+				return
+			}
+			got <- int(adv.Priority)
+		})
+	}()
+	send := func(prio int) {
+		adv := vrrp.Advertisement{VRID: 51, Priority: uint8(prio), Interval: time.Second, Addresses: []netip.Addr{lab.DefaultVIP().Addr()}}
+		pkt, err := adv.Append(nil, l.NodeAddr(1), vrrp.GroupIPv4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.WriteTo(pkt, vrrp.GroupIPv4); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const burst = 3*receiveBatch + 1
+	for i := 1; i <= burst; i++ {
+		send(i)
+	}
+	expect := func(want int) {
+		t.Helper()
+		select {
+		case p := <-got:
+			if p != want {
+				t.Fatalf("received priority %d, want %d (in order)", p, want)
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatalf("priority %d never received", want)
+		}
+	}
+	for i := 1; i <= burst; i++ {
+		expect(i)
+	}
+	for i := range 3 {
+		time.Sleep(50 * time.Millisecond)
+		send(200 + i)
+		expect(200 + i)
+	}
+	b.SetReadDeadline(time.Unix(1, 0))
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("Receive ended with %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a past deadline did not end Receive")
+	}
+}

@@ -31,6 +31,37 @@ func rawRead(fd uintptr, b []byte) (int, error) {
 	return int(n), nil
 }
 
+// rawBatch receives up to len(bufs) datagrams with one recvmmsg(2).
+type rawBatch struct {
+	hdrs []unix.Mmsghdr
+	iovs []unix.Iovec
+	bufs [][]byte
+}
+
+func newRawBatch(n, size int) *rawBatch {
+	b := &rawBatch{hdrs: make([]unix.Mmsghdr, n), iovs: make([]unix.Iovec, n), bufs: make([][]byte, n)}
+	for i := range b.hdrs {
+		b.bufs[i] = make([]byte, size)
+		b.iovs[i].Base = &b.bufs[i][0]
+		b.iovs[i].SetLen(size)
+		b.hdrs[i].Hdr.Iov = &b.iovs[i]
+		b.hdrs[i].Hdr.Iovlen = 1
+	}
+	return b
+}
+
+// recv fills the batch from the non-blocking socket fd; datagram i is
+// bufs[i][:hdrs[i].Len].
+func (b *rawBatch) recv(fd uintptr) (int, unix.Errno) {
+	n, _, errno := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.hdrs[0])), uintptr(len(b.hdrs)), unix.MSG_DONTWAIT, 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), 0
+}
+
+func (b *rawBatch) datagram(i int) []byte { return b.bufs[i][:b.hdrs[i].Len] }
+
 // rawSender sends datagrams with sendmsg(2) as a raw system call, with a
 // control message prepared once (the source address and interface).
 type rawSender struct {

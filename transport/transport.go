@@ -30,6 +30,14 @@ type Conn interface {
 	Close() error
 }
 
+// A Receiver is a Conn that hands packets to a function as they arrive,
+// until the socket fails or its read deadline passes; the payload is
+// valid only during the call. The IPv4 Conn implements it, with fewer
+// system calls than a ReadFrom per packet.
+type Receiver interface {
+	Receive(fn func(payload []byte, info PacketInfo)) error
+}
+
 // Options configure a Conn.
 type Options struct {
 	// Source is the address adverts are sent from, and its family is the
