@@ -136,25 +136,36 @@ func (s *vrrpSocket) WriteTo(b []byte, dst netip.Addr) error { return s.conn.Wri
 // has is counted once, by the socket.
 func (s *vrrpSocket) read() {
 	defer close(s.done)
+	recv, batched := s.conn.(transport.Receiver)
 	buf := make([]byte, 1500)
-	for {
-		n, info, err := s.conn.ReadFrom(buf)
-		if err != nil {
-			select {
-			case <-s.closing:
-				return
-			default:
-			}
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				continue
-			}
-			s.err = err
-			close(s.failed)
-			return
-		}
-		if in := s.deliver(buf[:n], info); in != nil {
+	handle := func(b []byte, info transport.PacketInfo) {
+		if in := s.deliver(b, info); in != nil {
 			in.counters.overruns.Add(1)
 		}
+	}
+	for {
+		var err error
+		if batched {
+			err = recv.Receive(handle)
+		} else {
+			var n int
+			var info transport.PacketInfo
+			if n, info, err = s.conn.ReadFrom(buf); err == nil {
+				handle(buf[:n], info)
+				continue
+			}
+		}
+		select {
+		case <-s.closing:
+			return
+		default:
+		}
+		if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			continue
+		}
+		s.err = err
+		close(s.failed)
+		return
 	}
 }
 
