@@ -6,4 +6,8 @@ import "errors"
 
 func readPSI(string) PSI { return PSI{unavailable: "not Linux"} }
 
-func readCPUTimes(string) (CPUTimes, error) { return CPUTimes{}, errors.ErrUnsupported }
+type statFile struct{}
+
+func newStatFile() statFile { return statFile{} }
+
+func (*statFile) readCPUTimes(string) (CPUTimes, error) { return CPUTimes{}, errors.ErrUnsupported }

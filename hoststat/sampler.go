@@ -12,7 +12,8 @@ type Sampler struct {
 	proc string // the proc file system's root, "/proc" on a real host
 	now  func() time.Time
 
-	mu sync.Mutex
+	mu   sync.Mutex
+	stat statFile
 	// prev is the latest reading, older the one before it.
 	prev, older     CPUTimes
 	prevAt, olderAt time.Time
@@ -27,7 +28,9 @@ const MinSpan = time.Second
 func NewSampler() *Sampler { return NewSamplerAt("/proc") }
 
 // NewSamplerAt reads a proc tree at root (tests point it at testdata).
-func NewSamplerAt(root string) *Sampler { return &Sampler{proc: root, now: time.Now} }
+func NewSamplerAt(root string) *Sampler {
+	return &Sampler{proc: root, now: time.Now, stat: newStatFile()}
+}
 
 // Sample reads the pressure and the CPU times. A missing or unsupported
 // pressure file leaves PSI unavailable; an unreadable /proc/stat is an
@@ -37,7 +40,7 @@ func (s *Sampler) Sample() (Sample, error) {
 	defer s.mu.Unlock()
 	at := s.now()
 	out := Sample{At: at, PSI: readPSI(s.proc)}
-	cur, err := readCPUTimes(s.proc)
+	cur, err := s.stat.readCPUTimes(s.proc)
 	if err != nil {
 		return out, err
 	}
@@ -58,7 +61,7 @@ func (s *Sampler) Sample() (Sample, error) {
 func (s *Sampler) Baseline() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cur, err := readCPUTimes(s.proc)
+	cur, err := s.stat.readCPUTimes(s.proc)
 	if err != nil {
 		return err
 	}
