@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/net/bpf"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 )
@@ -27,6 +28,11 @@ type ipv4Conn struct {
 	// batch.
 	rbuf  []byte
 	batch *rawBatch
+	// unicast: no group to join (the quiet socket's too); quiet and
+	// quietProg: the quiet socket and its filter (SetQuiet).
+	unicast   bool
+	quiet     *quietSocket
+	quietProg []bpf.Instruction
 }
 
 // maxDatagram bounds what ReadFrom reads: an advert with 255 IPv4
@@ -64,12 +70,16 @@ func Listen(ifi *net.Interface, opts Options) (Conn, error) {
 		return nil, fmt.Errorf("transport: raw socket for VRRP on %s: %w", ifi.Name, err)
 	}
 	c := &ipv4Conn{ifi: ifi, raw: raw, rc: rc, pc: ipv4.NewPacketConn(raw), source: opts.Source,
-		rbuf: make([]byte, maxDatagram), batch: newRawBatch(receiveBatch, maxDatagram)}
+		rbuf: make([]byte, maxDatagram), batch: newRawBatch(receiveBatch, maxDatagram), unicast: opts.Unicast}
 	c.cm = ipv4.ControlMessage{Src: net.IP(opts.Source.AsSlice()), IfIndex: ifi.Index}
 	c.send.oob = c.cm.Marshal()
 	if err := c.setup(opts); err != nil {
 		raw.Close()
 		return nil, fmt.Errorf("transport: VRRP socket on %s: %w", ifi.Name, err)
+	}
+	if c.quiet, err = c.openQuiet(); err != nil {
+		raw.Close()
+		return nil, err
 	}
 	return c, nil
 }
@@ -223,4 +233,9 @@ func (c *ipv4Conn) WriteTo(b []byte, dst netip.Addr) error {
 
 func (c *ipv4Conn) SetReadDeadline(t time.Time) error { return c.pc.SetReadDeadline(t) }
 
-func (c *ipv4Conn) Close() error { return c.pc.Close() }
+func (c *ipv4Conn) Close() error {
+	if c.quiet != nil {
+		unix.Close(c.quiet.fd)
+	}
+	return c.pc.Close()
+}

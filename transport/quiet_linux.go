@@ -1,0 +1,204 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// quietSocket is the second raw socket of an IPv4 Conn: its filter keeps
+// only the adverts of the patterns, which the main socket's filter drops.
+// It is not the poller's: an advert queued there must wake nobody.
+type quietSocket struct {
+	fd    int
+	batch *rawBatch
+	oob   [][]byte
+	since time.Time // when the queue was last emptied
+}
+
+// oobLen holds one SCM_TIMESTAMPNS control message.
+var oobLen = unix.CmsgSpace(int(unsafe.Sizeof(unix.Timespec{})))
+
+var _ Quieter = (*ipv4Conn)(nil)
+
+// SetQuiet implements Quieter.
+func (c *ipv4Conn) SetQuiet(patterns []QuietPattern) error {
+	main, quiet, _ := quietPrograms(patterns)
+	mainRaw, err := bpf.Assemble(main)
+	if err != nil {
+		return fmt.Errorf("transport: quiet filter: %w", err)
+	}
+	quietRaw, err := bpf.Assemble(quiet)
+	if err != nil {
+		return fmt.Errorf("transport: quiet filter: %w", err)
+	}
+	// The quiet socket keeps the new patterns' adverts before the main one
+	// drops them, and the main one keeps the old patterns' adverts before
+	// the quiet one stops: one advert may be queued twice, none lost.
+	if err := c.quiet.setFilter(mergeKeep(quiet, c.quietProg)); err != nil {
+		return err
+	}
+	if err := attachFilter(c.rc, mainRaw); err != nil {
+		return err
+	}
+	if err := c.quiet.setFilter(quietRaw); err != nil {
+		return err
+	}
+	c.quietProg = quiet
+	return nil
+}
+
+// mergeKeep is a quiet filter that keeps what either program keeps.
+func mergeKeep(next, prev []bpf.Instruction) []bpf.RawInstruction {
+	if len(prev) == 0 {
+		raw, _ := bpf.Assemble(next)
+		return raw
+	}
+	// Each program ends in "drop"; run the second where the first drops.
+	joined := append(append([]bpf.Instruction(nil), next[:len(next)-1]...), prev...)
+	if len(joined) > bpfMaxInsns {
+		joined = next
+	}
+	raw, _ := bpf.Assemble(joined)
+	return raw
+}
+
+func attachFilter(rc syscall.RawConn, prog []bpf.RawInstruction) error {
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = setFilter(int(fd), prog) }); err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("transport: SO_ATTACH_FILTER: %w", serr)
+	}
+	return nil
+}
+
+func setFilter(fd int, prog []bpf.RawInstruction) error {
+	if len(prog) == 0 {
+		return errors.New("empty filter")
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: (*unix.SockFilter)(unsafe.Pointer(&prog[0]))}
+	return unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &fprog)
+}
+
+func (q *quietSocket) setFilter(prog []bpf.RawInstruction) error {
+	if err := setFilter(q.fd, prog); err != nil {
+		return fmt.Errorf("transport: quiet socket: SO_ATTACH_FILTER: %w", err)
+	}
+	return nil
+}
+
+// openQuiet opens the quiet socket: bound to the interface like the main
+// one, keeping nothing until SetQuiet says what, with arrival times, and
+// non-blocking, read with raw system calls outside the poller. Listen
+// opens it with the main one, in the same network namespace.
+func (c *ipv4Conn) openQuiet() (*quietSocket, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, protoVRRP)
+	if err != nil {
+		return nil, fmt.Errorf("transport: quiet socket for VRRP on %s: %w", c.ifi.Name, err)
+	}
+	fail := func(what string, err error) (*quietSocket, error) {
+		unix.Close(fd)
+		return nil, fmt.Errorf("transport: quiet socket on %s: %s: %w", c.ifi.Name, what, err)
+	}
+	dropAll, _ := bpf.Assemble([]bpf.Instruction{bpf.RetConstant{Val: 0}})
+	if err := setFilter(fd, dropAll); err != nil {
+		return fail("SO_ATTACH_FILTER", err)
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
+		return fail("SO_TIMESTAMPNS", err)
+	}
+	if err := unix.SetsockoptString(fd, unix.SOL_SOCKET, unix.SO_BINDTODEVICE, c.ifi.Name); err != nil {
+		return fail("SO_BINDTODEVICE", err)
+	}
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_ALL, 0); err != nil {
+		return fail("IP_MULTICAST_ALL", err)
+	}
+	if !c.unicast {
+		mreq := &unix.IPMreqn{Multiaddr: [4]byte{224, 0, 0, 18}, Ifindex: int32(c.ifi.Index)}
+		if err := unix.SetsockoptIPMreqn(fd, unix.IPPROTO_IP, unix.IP_ADD_MEMBERSHIP, mreq); err != nil {
+			return fail("join 224.0.0.18", err)
+		}
+	}
+	q := &quietSocket{fd: fd, batch: newRawBatch(receiveBatch, maxDatagram), oob: make([][]byte, receiveBatch)}
+	for i := range q.oob {
+		q.oob[i] = make([]byte, oobLen)
+	}
+	// Whatever arrived before the filter was set.
+	for {
+		if _, errno := q.batch.recv(uintptr(fd)); errno != 0 {
+			break
+		}
+	}
+	return q, nil
+}
+
+// protoVRRP is VRRP's IP protocol number.
+const protoVRRP = 112
+
+// ReadQuiet implements Quieter.
+func (c *ipv4Conn) ReadQuiet(fn func(payload []byte, info PacketInfo, at time.Time)) error {
+	q := c.quiet
+	start := time.Now()
+	defer func() { q.since = start }()
+	for {
+		for i := range q.batch.hdrs {
+			q.batch.hdrs[i].Hdr.Control = &q.oob[i][0]
+			q.batch.hdrs[i].Hdr.SetControllen(len(q.oob[i]))
+		}
+		n, errno := q.batch.recv(uintptr(q.fd))
+		switch errno {
+		case 0:
+		case unix.EAGAIN:
+			return nil
+		case unix.EINTR:
+			continue
+		default:
+			return os.NewSyscallError("recvmmsg", errno)
+		}
+		now := time.Now()
+		for i := range n {
+			payload, info, ok := parseIPv4(q.batch.datagram(i))
+			if !ok {
+				continue
+			}
+			info.IfIndex = c.ifi.Index
+			at := now
+			if stamp, ok := timestampNS(q.oob[i][:q.batch.hdrs[i].Hdr.Controllen]); ok {
+				var span, wallSpan time.Duration
+				if !q.since.IsZero() {
+					span, wallSpan = now.Sub(q.since), now.Round(0).Sub(q.since.Round(0))
+				}
+				at = now.Add(-arrivalAge(now.Round(0).Sub(stamp), span, wallSpan))
+			}
+			fn(payload, info, at)
+		}
+		if n < len(q.batch.hdrs) {
+			return nil
+		}
+	}
+}
+
+// timestampNS finds the SCM_TIMESTAMPNS control message in oob.
+func timestampNS(oob []byte) (time.Time, bool) {
+	for len(oob) >= unix.SizeofCmsghdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		l := int(h.Len)
+		if l < unix.SizeofCmsghdr || l > len(oob) {
+			return time.Time{}, false
+		}
+		if h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS && l >= unix.CmsgLen(int(unsafe.Sizeof(unix.Timespec{}))) {
+			ts := (*unix.Timespec)(unsafe.Pointer(&oob[unix.CmsgLen(0)]))
+			return time.Unix(ts.Sec, ts.Nsec), true
+		}
+		oob = oob[unix.CmsgSpace(l-unix.CmsgLen(0)):]
+	}
+	return time.Time{}, false
+}

@@ -1,0 +1,115 @@
+package transport
+
+import (
+	"errors"
+	"net/netip"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/vipd/vipd/internal/lab"
+	"github.com/vipd/vipd/vrrp"
+)
+
+// An advert that matches a pattern waits in the quiet queue with its
+// arrival time and never reaches ReadFrom; any other advert does, at
+// once; clearing the patterns sends them all to ReadFrom again.
+func TestQuietAdvertsWaitAside(t *testing.T) {
+	l := newLab(t, 2)
+	a, b := listenOn(t, l, 1, false), listenOn(t, l, 2, false)
+	q, ok := b.(Quieter)
+	if !ok {
+		t.Fatalf("the IPv4 Conn %T is not a Quieter", b)
+	}
+	advert := func(prio uint8) []byte {
+		adv := vrrp.Advertisement{VRID: 51, Priority: prio, Interval: time.Second, Addresses: []netip.Addr{lab.DefaultVIP().Addr()}}
+		pkt, err := adv.Append(nil, l.NodeAddr(1), vrrp.GroupIPv4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pkt
+	}
+	quiet, loud := advert(100), advert(120)
+	if err := q.SetQuiet([]QuietPattern{{Src: l.NodeAddr(1), Payload: quiet}}); err != nil {
+		t.Fatal(err)
+	}
+	sentAt := time.Now()
+	for range 3 {
+		if err := a.WriteTo(quiet, vrrp.GroupIPv4); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.WriteTo(loud, vrrp.GroupIPv4); err != nil {
+		t.Fatal(err)
+	}
+	got, info, err := readOne(t, b)
+	if err != nil {
+		t.Fatalf("the other advert never came: %v", err)
+	}
+	if string(got) != string(loud) {
+		t.Fatalf("ReadFrom returned %x first, want the advert that matches no pattern %x", got, loud)
+	}
+	if info.Src != l.NodeAddr(1) || info.TTL != 255 {
+		t.Errorf("info %+v", info)
+	}
+	time.Sleep(20 * time.Millisecond)
+	var waited []time.Time
+	if err := q.ReadQuiet(func(p []byte, info PacketInfo, at time.Time) {
+		if string(p) != string(quiet) || info.Src != l.NodeAddr(1) {
+			t.Errorf("quiet queue had %x from %v", p, info.Src)
+		}
+		waited = append(waited, at)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(waited) != 3 {
+		t.Fatalf("%d adverts in the quiet queue, want 3", len(waited))
+	}
+	for _, at := range waited {
+		if at.Before(sentAt.Add(-time.Millisecond)) || time.Since(at) < 15*time.Millisecond {
+			t.Errorf("arrival %v after the send, read %v after it: not the kernel's arrival time", at.Sub(sentAt), time.Since(at))
+		}
+	}
+	if err := q.ReadQuiet(func([]byte, PacketInfo, time.Time) { t.Error("the quiet queue was read empty, yet gave an advert") }); err != nil {
+		t.Fatal(err)
+	}
+	// Cleared: the pattern's adverts come to ReadFrom again.
+	if err := q.SetQuiet(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.WriteTo(quiet, vrrp.GroupIPv4); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := readOne(t, b); err != nil || string(got) != string(quiet) {
+		t.Fatalf("after clearing: %x, %v", got, err)
+	}
+	n := 0
+	q.ReadQuiet(func([]byte, PacketInfo, time.Time) { n++ })
+	if n != 0 {
+		t.Errorf("%d adverts still set aside after clearing", n)
+	}
+	b.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if _, _, err := b.ReadFrom(make([]byte, 1500)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("an extra datagram: %v", err)
+	}
+}
+
+func TestArrivalNeverAgesPastTheLastRead(t *testing.T) {
+	const ms = time.Millisecond
+	for _, c := range []struct {
+		name                string
+		age, span, wallSpan time.Duration
+		want                time.Duration
+	}{
+		{"arrived 300ms ago", 300 * ms, time.Second, time.Second, 300 * ms},
+		{"first read", 300 * ms, 0, 0, 300 * ms},
+		{"before the last read", 5 * time.Second, time.Second, time.Second, time.Second},
+		{"in the future", -time.Second, time.Second, time.Second, 0},
+		{"wall clock stepped forward", 300 * ms, time.Second, 11 * time.Second, 0},
+		{"wall clock stepped back", 300 * ms, time.Second, -9 * time.Second, 0},
+	} {
+		if got := arrivalAge(c.age, c.span, c.wallSpan); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
