@@ -364,6 +364,21 @@ func NewMachine(cfg Config, clock Clock) (*Machine, error) {
 // State returns the current state and since when it holds.
 func (m *Machine) State() (State, time.Time) { return m.state, m.since }
 
+// Steady reports whether another advert the same as the last one from the
+// Master it follows would only push the Master_Down_Timer back: a Backup
+// following a Master it does not preempt (nor is waiting to preempt), which
+// has not said it is leaving. A driver may then read such adverts later,
+// in order and with their arrival times, before it decides anything.
+func (m *Machine) Steady() (master netip.Addr, ok bool) {
+	if m.state != StateBackup || m.released || !m.master.Addr.IsValid() || m.master.Priority == 0 || m.lowerMaster.Addr.IsValid() {
+		return netip.Addr{}, false
+	}
+	if m.cfg.Preempt && m.master.Priority < m.prio && m.master.Addr != m.yieldedTo {
+		return netip.Addr{}, false
+	}
+	return m.master.Addr, true
+}
+
 // Priority returns the effective priority.
 func (m *Machine) Priority() uint8 { return m.prio }
 

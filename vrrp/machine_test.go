@@ -152,14 +152,16 @@ func TestBackup(t *testing.T) {
 		advert  *Advertisement
 		want    string
 		wantMAI time.Duration
+		// steady: another advert the same would only push the timer back.
+		steady bool
 	}{
 		{
 			name: "higher priority resets Master_Down_Timer", src: "198.51.100.12", advert: advert(150, time.Second),
-			want: "arm(master_down_timer,3.609375s)", wantMAI: time.Second,
+			want: "arm(master_down_timer,3.609375s)", wantMAI: time.Second, steady: true,
 		},
 		{
 			name: "equal priority is accepted", src: "198.51.100.9", advert: advert(100, time.Second),
-			want: "arm(master_down_timer,3.609375s)", wantMAI: time.Second,
+			want: "arm(master_down_timer,3.609375s)", wantMAI: time.Second, steady: true,
 		},
 		{
 			// A configured peer's at once; a host we did not know only
@@ -167,7 +169,7 @@ func TestBackup(t *testing.T) {
 			// TestPriorityZero: it needs a Master followed.
 			name: "learns a peer's interval", cfg: func(c *Config) { c.Peers = []netip.Addr{mustAddr("198.51.100.12")} },
 			src: "198.51.100.12", advert: advert(150, 2*time.Second),
-			want: "arm(master_down_timer,7.21875s)", wantMAI: 2 * time.Second,
+			want: "arm(master_down_timer,7.21875s)", wantMAI: 2 * time.Second, steady: true,
 		},
 		{
 			name: "lower priority with preempt is discarded", src: "198.51.100.12", advert: advert(50, time.Second),
@@ -177,7 +179,7 @@ func TestBackup(t *testing.T) {
 			name: "lower priority without preempt is accepted",
 			cfg:  func(c *Config) { c.Preempt = false; c.Peers = []netip.Addr{mustAddr("198.51.100.12")} },
 			src:  "198.51.100.12", advert: advert(50, 500*time.Millisecond),
-			want: "arm(master_down_timer,1.804687s)", wantMAI: 500 * time.Millisecond,
+			want: "arm(master_down_timer,1.804687s)", wantMAI: 500 * time.Millisecond, steady: true,
 		},
 		{
 			name: "lower priority within the preempt delay is accepted", cfg: func(c *Config) { c.PreemptDelay = 10 * time.Second },
@@ -204,6 +206,9 @@ func TestBackup(t *testing.T) {
 			}
 			if s, _ := m.State(); s != StateBackup {
 				t.Errorf("state %v, want BACKUP", s)
+			}
+			if master, steady := m.Steady(); steady != tt.steady || steady && master != mustAddr(tt.src) {
+				t.Errorf("Steady() = %v, %v; want %v (%s)", master, steady, tt.steady, tt.src)
 			}
 			if m.MasterAdverInterval() != tt.wantMAI {
 				t.Errorf("Master_Adver_Interval %v, want %v", m.MasterAdverInterval(), tt.wantMAI)
@@ -705,5 +710,24 @@ func TestTakeoverGrace(t *testing.T) {
 	bad.TakeoverGrace = time.Second
 	if _, err := NewMachine(bad, newFakeClock()); err == nil {
 		t.Error("a grace as long as the interval was accepted")
+	}
+}
+
+// A Master that said it leaves (priority 0) is not steady: its next advert
+// matters at once, whatever it says.
+func TestPriorityZeroIsNotSteady(t *testing.T) {
+	m, _ := backupMachine(t, testConfig(100, "198.51.100.11"))
+	src := mustAddr("198.51.100.12")
+	if _, err := m.ReceiveAdvert(src, TTL, advert(150, time.Second), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.Steady(); !ok {
+		t.Fatal("not steady after the Master's advert")
+	}
+	if _, err := m.ReceiveAdvert(src, TTL, advert(0, time.Second), nil); err != nil {
+		t.Fatal(err)
+	}
+	if master, ok := m.Steady(); ok {
+		t.Errorf("steady (%v) after the Master's priority 0", master)
 	}
 }
