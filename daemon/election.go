@@ -121,9 +121,9 @@ func (in *instance) exec(actions []vrrp.Action) {
 			in.log.Info("two Masters: the other has a lower priority and yields; announcing ours again", "other", from)
 			in.runPolicy(in.policy.Reannounce(in.env.Now(), nil))
 		case vrrp.ActArmTimer:
-			now := in.env.Now()
-			in.dueAt[a.Timer] = now.Add(a.After)
-			in.rearm(now)
+			// From the advert's arrival when it was set aside (quiet.go).
+			in.dueAt[a.Timer] = in.clockNow().Add(a.After)
+			in.rearm(in.env.Now())
 		case vrrp.ActStopTimer:
 			in.dueAt[a.Timer] = time.Time{}
 			in.rearm(in.env.Now())
@@ -235,6 +235,17 @@ func (in *instance) addressMismatch(peer netip.Addr) {
 
 // receive hands an advert to the election and carries out what it says.
 func (in *instance) receive(p *received, out []vrrp.Action) {
+	if p.deferred {
+		if p.at.Before(in.lastEventAt) {
+			// Something later was decided first; this advert says nothing
+			// newer than what was (only a race of the queues gets here).
+			in.counters.advertsReceived.Add(1)
+			return
+		}
+		in.deferredAt = p.at
+		defer func() { in.deferredAt = time.Time{} }()
+	}
+	in.lastEventAt = in.clockNow()
 	out, err := in.m.ReceiveAdvert(p.src, p.ttl, &p.adv, out)
 	if err != nil {
 		in.drop(err, p.src, &p.adv)
@@ -248,6 +259,7 @@ func (in *instance) receive(p *received, out []vrrp.Action) {
 	in.rx = p
 	in.exec(out)
 	in.rx = nil
+	in.updateQuiet(p, out)
 }
 
 // maxChecksumPeers bounds the peers whose checksum form status shows.

@@ -29,6 +29,11 @@ type fakeLAN struct {
 	// whose VRRP socket is read after its ARP socket); set before start.
 	advertDelay time.Duration
 	delayed     []func() // the adverts held back, oldest first
+	// quiet: sockets can set adverts aside (transport.Quieter), as the
+	// real IPv4 one can; set before start.
+	quiet bool
+	// lastFrom is when each source's last advert went out.
+	lastFrom map[netip.Addr]time.Time
 }
 
 // blocked: the LAN filters adverts from src; l.mu must be held.
@@ -50,6 +55,57 @@ type fakeConn struct {
 	// unicast: the socket joined no group, so it hears only what is sent
 	// to its own address.
 	unicast bool
+	// With the LAN's quiet: the patterns, the adverts set aside, and how
+	// many adverts were read at once (each a wake-up of a real daemon).
+	patterns []transport.QuietPattern
+	aside    []fakeAside
+	readNow  atomic.Int64
+}
+
+type fakeAside struct {
+	p  fakePacket
+	at time.Time
+}
+
+// quietFakeConn is a fakeConn that is a transport.Quieter.
+type quietFakeConn struct{ *fakeConn }
+
+func (c quietFakeConn) SetQuiet(ps []transport.QuietPattern) error {
+	c.lan.mu.Lock()
+	defer c.lan.mu.Unlock()
+	c.patterns = slices.Clone(ps)
+	return nil
+}
+
+func (c quietFakeConn) ReadQuiet(fn func([]byte, transport.PacketInfo, time.Time)) error {
+	c.lan.mu.Lock()
+	aside := c.aside
+	c.aside = nil
+	c.lan.mu.Unlock()
+	for _, a := range aside {
+		fn(a.p.b, a.p.info, a.at)
+	}
+	return nil
+}
+
+// setAside: c keeps p aside; l.mu is held.
+func (c *fakeConn) setAside(p fakePacket) bool {
+	for _, q := range c.patterns {
+		if q.Src == p.info.Src && p.info.TTL == 255 && string(q.Payload) == string(p.b) {
+			c.aside = append(c.aside, fakeAside{p, time.Now()})
+			return true
+		}
+	}
+	return false
+}
+
+// listenConn is listen as the daemon sees it: a Quieter on a quiet LAN.
+func (l *fakeLAN) listenConn(src netip.Addr, cut *atomic.Bool, unicast bool) transport.Conn {
+	c := l.listen(src, cut, unicast)
+	if l.quiet {
+		return quietFakeConn{c}
+	}
+	return c
 }
 
 func (l *fakeLAN) listen(src netip.Addr, cut *atomic.Bool, unicast bool) *fakeConn {
@@ -98,6 +154,10 @@ func (l *fakeLAN) deliver(b []byte, src, dst netip.Addr, ttl int) {
 		}
 		l.byVRID[b[1]]++
 	}
+	if l.lastFrom == nil {
+		l.lastFrom = map[netip.Addr]time.Time{}
+	}
+	l.lastFrom[src] = time.Now()
 	for _, c := range l.conns {
 		if c.src == src || c.cut.Load() || c.src.Is4() != src.Is4() || l.blocked(src) {
 			continue
@@ -105,8 +165,13 @@ func (l *fakeLAN) deliver(b []byte, src, dst netip.Addr, ttl int) {
 		if dst.IsMulticast() && c.unicast || !dst.IsMulticast() && dst != c.src {
 			continue
 		}
+		p := fakePacket{b: slices.Clone(b), info: transport.PacketInfo{Src: src, Dst: dst, TTL: ttl, IfIndex: 2}}
+		if c.setAside(p) {
+			continue
+		}
 		select {
-		case c.in <- fakePacket{b: slices.Clone(b), info: transport.PacketInfo{Src: src, Dst: dst, TTL: ttl, IfIndex: 2}}:
+		case c.in <- p:
+			c.readNow.Add(1)
 		default: // a full socket buffer drops, as the kernel does
 		}
 	}
@@ -236,7 +301,7 @@ func (h *fakeHost) env() Env {
 			h.mu.Lock()
 			h.opened = append(h.opened, opts)
 			h.mu.Unlock()
-			return h.lan.listen(opts.Source, &h.cut, opts.Unicast), nil
+			return h.lan.listenConn(opts.Source, &h.cut, opts.Unicast), nil
 		},
 		DialARP: func(ifi *net.Interface) (Announcer, error) { return fakeAnnouncer{h}, nil },
 	}

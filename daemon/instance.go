@@ -100,12 +100,20 @@ type instance struct {
 	policyDue    time.Time
 	firesAt      time.Time
 	kernelTimers bool
-	waking       bool      // onWake is running what is due (rearm waits for it)
-	reopen       bool      // a reload changed the transport
-	handover     bool      // the machine's next release is a planned move
-	yielding     bool      // the policy's handover is a yield to a preempting Master
-	lastClaim    time.Time // another host's last ARP or NA for our VIPs while we held them
-	tookAt       time.Time // when the addresses were last taken
+	waking       bool // onWake is running what is due (rearm waits for it)
+	// quietSet: the socket sets this instance's steady adverts aside
+	// (quiet.go), assuming priority quietPrio; lastEventAt is when the
+	// latest event the machine saw happened, deferredAt the arrival of the
+	// advert set aside it is reading (its clock).
+	quietSet    bool
+	quietPrio   uint8
+	lastEventAt time.Time
+	deferredAt  time.Time
+	reopen      bool      // a reload changed the transport
+	handover    bool      // the machine's next release is a planned move
+	yielding    bool      // the policy's handover is a yield to a preempting Master
+	lastClaim   time.Time // another host's last ARP or NA for our VIPs while we held them
+	tookAt      time.Time // when the addresses were last taken
 	// awaitSuccessor: the last planned move's report still lacks the
 	// successor's advert (its announcement may have ended the move).
 	awaitSuccessor bool
@@ -288,7 +296,7 @@ func (in *instance) run(ctx context.Context) error {
 			return err
 		}
 		if in.m == nil {
-			if in.m, err = vrrp.NewMachine(in.machineConfig(in.cfg), clock{in.env.Now}); err != nil {
+			if in.m, err = vrrp.NewMachine(in.machineConfig(in.cfg), clock{in.clockNow}); err != nil {
 				in.close()
 				return err
 			}
@@ -329,6 +337,7 @@ func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
 	out := make([]vrrp.Action, 0, 16)
 	for {
 		out = out[:0]
+		in.checkQuiet()
 		var failed <-chan struct{}
 		if in.sock != nil {
 			failed = in.sock.failed
@@ -347,9 +356,11 @@ func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
 			in.onWake(out)
 			continue
 		case c := <-in.claims:
+			in.catchUp(out)
 			in.onClaim(c)
 			continue
 		case cmd := <-in.cmds:
+			in.catchUp(out)
 			cmd()
 			if in.reopen {
 				if err := in.reopenVRRP(); err != nil {
@@ -359,12 +370,18 @@ func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
 			}
 			continue
 		case st := <-in.trackerChanges:
+			in.catchUp(out)
 			in.onTracker(st)
+			in.clearQuiet()
 			continue
 		case ls := <-in.leaderCh:
-			out = in.followLeader(ls, out)
+			in.catchUp(out)
+			in.clearQuiet()
+			out = in.followLeader(ls, out[:0])
 		case ev := <-in.links:
-			out = in.onLinkEvent(ev, out)
+			in.catchUp(out)
+			in.clearQuiet()
+			out = in.onLinkEvent(ev, out[:0])
 			if ev.Kind == netif.LinkGone || (ev.Index != 0 && ev.Index != in.linkIndex && ev.Kind != netif.AddrAdded && ev.Kind != netif.AddrRemoved && ev.Kind != netif.AddrChanged) {
 				in.exec(out)
 				in.close()

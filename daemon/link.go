@@ -126,6 +126,7 @@ func mode(ic config.Instance) string {
 }
 
 func (in *instance) close() {
+	in.clearQuiet()
 	if in.sock != nil {
 		in.sockets.leave(in.sock, in)
 		in.sock = nil
@@ -141,6 +142,7 @@ func (in *instance) close() {
 // addresses stay as they are, so a Master stays Master.
 func (in *instance) reopenVRRP() error {
 	in.reopen = false
+	in.clearQuiet()
 	if in.sock != nil {
 		in.sockets.leave(in.sock, in)
 		in.sock = nil

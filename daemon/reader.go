@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"time"
+
+	"github.com/vipd/vipd/transport"
 
 	"github.com/vipd/vipd/vrrp"
 )
@@ -13,6 +16,12 @@ type received struct {
 	src netip.Addr
 	ttl int
 	adv vrrp.Advertisement
+	// deferred: set aside by the kernel (quiet.go), arrived at at.
+	deferred bool
+	at       time.Time
+	// raw is the advert's bytes when short enough to be a pattern.
+	raw    [transport.MaxQuietPayload]byte
+	rawLen int
 }
 
 // readFilter is what the shared socket's reader needs to know of an

@@ -318,6 +318,8 @@ func versionText(ic config.Instance) string {
 // apply commits a prepared change; it cannot fail. The machine keeps its
 // state: a Master stays Master.
 func (in *instance) apply(u *instanceUpdate) {
+	// The next advert is judged by the new configuration, at once.
+	in.clearQuiet()
 	oldVIPs := in.cfg.VIPs
 	in.cfg = u.cfg
 	in.advAddrs = nil

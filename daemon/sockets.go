@@ -65,6 +65,8 @@ type vrrpSocket struct {
 	dropMu  sync.Mutex
 	drops   *dropLog
 
+	quiet *quietAdverts // nil: the Conn cannot set adverts aside
+
 	closing chan struct{}
 	done    chan struct{}
 	failed  chan struct{} // closed when reading fails; err says why
@@ -83,7 +85,7 @@ func (p *socketPool) join(ifi *net.Interface, opts transport.Options, in *instan
 		if err != nil {
 			return nil, err
 		}
-		s = &vrrpSocket{pool: p, key: key, ifname: ifi.Name, conn: conn, closing: make(chan struct{}), done: make(chan struct{}),
+		s = &vrrpSocket{pool: p, key: key, ifname: ifi.Name, conn: conn, quiet: newQuietAdverts(conn), closing: make(chan struct{}), done: make(chan struct{}),
 			failed: make(chan struct{}), drops: newDropLog(dropLogPerSource, dropLogPerReason, dropLogWindow)}
 		p.sockets[key] = s
 		go s.read()
@@ -194,7 +196,12 @@ func (s *vrrpSocket) deliver(b []byte, info transport.PacketInfo) (overrun *inst
 	case len(in.filter.Load().peers) > 0 && !slices.Contains(in.filter.Load().peers, info.Src.WithZone("")):
 		in.drop(vrrp.DropNotPeer, info.Src, &p.adv)
 	default:
-		p.src, p.ttl = info.Src, info.TTL
+		p.src, p.ttl, p.deferred = info.Src, info.TTL, false
+		p.keepRaw(b)
+		if s.maybePending(p.adv.VRID) {
+			// Those set aside came before this one.
+			s.drainQuiet()
+		}
 		select {
 		case in.packets <- p:
 			return nil

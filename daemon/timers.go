@@ -104,6 +104,9 @@ func (in *instance) rearm(now time.Time) {
 func (in *instance) onWake(out []vrrp.Action) {
 	in.firesAt = time.Time{}
 	in.waking = true
+	// A Backup's Master_Down_Timer fired: its Master's steady adverts set
+	// aside meanwhile push it back first.
+	in.catchUp(out)
 	for _, t := range electionTimers() {
 		due := in.dueAt[t]
 		if due.IsZero() || in.env.Now().Before(wakeAt(t, due)) {

@@ -1,0 +1,141 @@
+package daemon
+
+import (
+	"net/netip"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/vipd/vipd/vrrp"
+)
+
+// connOf is the fake socket a node listens on.
+func (l *fakeLAN) connOf(addr string) *fakeConn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.conns {
+		if c.src == netip.MustParseAddr(addr) {
+			return c
+		}
+	}
+	return nil
+}
+
+// A steady Backup reads none of its Master's adverts when they come (the
+// kernel sets them aside); it reads them when its timer fires, and they
+// push the Master_Down_Timer back from their arrival as if each had been
+// read at once: no takeover while the Master speaks, and after a cut the
+// takeover comes Master_Down_Interval after the last advert, not later.
+func TestSteadyAdvertsSetAsideTimedByArrival(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lan := &fakeLAN{quiet: true}
+		n1 := startNode(t, lan, "198.51.100.11", testInstance(150))
+		n2 := startNode(t, lan, "198.51.100.12", testInstance(100))
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		c2 := lan.connOf("198.51.100.12")
+		n2.d.StatusReport()
+		read0, rx0 := c2.readNow.Load(), n2.d.Snapshot()[0].Received
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		if n1.state() != vrrp.StateMaster || n2.state() != vrrp.StateBackup || n2.host.holds(testVIP) {
+			t.Fatalf("after 30 s steady: n1 %v, n2 %v (holds %v)", n1.state(), n2.state(), n2.host.holds(testVIP))
+		}
+		if read := c2.readNow.Load() - read0; read != 0 {
+			t.Errorf("the steady Backup read %d adverts when they came, want none", read)
+		}
+		// A status report reads what waits first: all 30 counted, the
+		// Master last seen within the interval; and asking the loops (the
+		// watchdog does every few seconds) leaves the pattern in place.
+		n2.d.StatusReport()
+		st := n2.d.Snapshot()[0]
+		if rx := st.Received - rx0; rx != 30 {
+			t.Errorf("%d adverts received over 30 s, want 30", rx)
+		}
+		if age := time.Since(st.Master.At); age > time.Second {
+			t.Errorf("status: Master last seen %v ago, with an advert every second", age)
+		}
+		lan.mu.Lock()
+		steady := len(c2.patterns) == 1
+		lan.mu.Unlock()
+		if !steady {
+			t.Error("the pattern was cleared by a status report")
+		}
+
+		n1.host.setCarrier(false)
+		lan.mu.Lock()
+		lastAdvert := lan.lastFrom[netip.MustParseAddr("198.51.100.11")]
+		lan.mu.Unlock()
+		mdi := 3*time.Second + skewOf(100)
+		time.Sleep(time.Until(lastAdvert.Add(mdi)) - time.Millisecond)
+		synctest.Wait()
+		if n2.host.holds(testVIP) {
+			t.Fatal("n2 took over before Master_Down_Interval after the last advert")
+		}
+		time.Sleep(2*time.Millisecond + takeoverGrace(time.Second))
+		synctest.Wait()
+		if !n2.host.holds(testVIP) {
+			t.Fatalf("n2 did not take over Master_Down_Interval after the last advert: %v", n2.state())
+		}
+		if c := n2.d.Snapshot()[0].LastChange.Cause; c != "no advert from 198.51.100.11 for 3.61s" {
+			t.Errorf("cause %q", c)
+		}
+	})
+}
+
+// A steady Master's priority 0 is another advert: read at once, after
+// those set aside before it, and the Backup takes over after Skew_Time.
+func TestPriorityZeroReadAtOnceWhileSteady(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lan := &fakeLAN{quiet: true}
+		n1 := startNode(t, lan, "198.51.100.11", testInstance(150))
+		n2 := startNode(t, lan, "198.51.100.12", testInstance(100))
+		time.Sleep(20*time.Second + 300*time.Millisecond)
+		synctest.Wait()
+		if n2.state() != vrrp.StateBackup || lan.connOf("198.51.100.12").patterns == nil {
+			t.Fatalf("n2 %v, not steady", n2.state())
+		}
+		n1.cancel()
+		time.Sleep(skewOf(100) - time.Millisecond)
+		synctest.Wait()
+		if n2.host.holds(testVIP) {
+			t.Fatal("n2 took over before Skew_Time")
+		}
+		time.Sleep(2*time.Millisecond + takeoverGrace(time.Second))
+		synctest.Wait()
+		if !n2.host.holds(testVIP) {
+			t.Fatalf("n2 did not take over Skew_Time after the priority 0: %v", n2.state())
+		}
+		n1.stop(t)
+		if st := n2.d.Snapshot()[0]; st.LastChange.Reason != vrrp.ReasonMasterLeft {
+			t.Errorf("n2's cause %q (%v)", st.LastChange.Cause, st.LastChange.Reason)
+		}
+	})
+}
+
+// A router that preempts the steady Master is read at once; the Backup
+// follows it and, when it is cut, takes over from the old Master's
+// successor in order: n1 (150) resumes, not n2 (100).
+func TestNewMasterReadAtOnceWhileSteady(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lan := &fakeLAN{quiet: true}
+		n1 := startNode(t, lan, "198.51.100.11", testInstance(150))
+		n2 := startNode(t, lan, "198.51.100.12", testInstance(100))
+		time.Sleep(15 * time.Second)
+		n3 := startNode(t, lan, "198.51.100.13", testInstance(200))
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if n3.state() != vrrp.StateMaster || n1.state() != vrrp.StateBackup || n2.state() != vrrp.StateBackup {
+			t.Fatalf("after n3 joined: n1 %v n2 %v n3 %v", n1.state(), n2.state(), n3.state())
+		}
+		if m := n2.d.Snapshot()[0].Master.Addr; m != netip.MustParseAddr("198.51.100.13") {
+			t.Errorf("n2 follows %v, want n3", m)
+		}
+		n3.host.setCarrier(false)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if !n1.host.holds(testVIP) || n2.host.holds(testVIP) {
+			t.Fatalf("after n3's cut: n1 holds %v, n2 holds %v", n1.host.holds(testVIP), n2.host.holds(testVIP))
+		}
+	})
+}
