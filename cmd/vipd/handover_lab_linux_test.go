@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vipd/vipd/announce"
 	"github.com/vipd/vipd/control"
 	"github.com/vipd/vipd/internal/lab"
 )
@@ -63,9 +64,19 @@ func (c *cluster) checkPlannedMove(p *lab.Prober, what string, from, to int, sta
 	}
 	// The monitor stamps each node's address events as its goroutine reads
 	// them (netlink gives no time): orders closer than monitorSkew cannot be
-	// told apart. The client's gap above is what proves the handover.
+	// told apart. The client's gap above is what proves the handover. On a
+	// loaded machine a reader can be late by more (seen: 1.1 ms in make
+	// test); the old Master's own report then settles it: it removed the
+	// VIP sooner after the successor's first advert than
+	// announce.SuccessorAnnounceWait, so on the successor's announcement,
+	// which comes once the successor's add is done.
 	if both < -monitorSkew {
-		t.Errorf("%s: n%d removed the VIP %v before n%d added it", what, from, -both, to)
+		held, onAnnouncement := c.handoverBothHeld(from)
+		if onAnnouncement && held < announce.SuccessorAnnounceWait && -both < monitorInversion {
+			t.Logf("%s: the monitor read n%d's add %v after n%d's removal; n%d removed %v after n%d's first advert, on its announcement", what, to, -both, from, from, held, to)
+		} else {
+			t.Errorf("%s: n%d removed the VIP %v before n%d added it", what, from, -both, to)
+		}
 	}
 	if both > time.Second {
 		t.Errorf("%s: both held the VIP for %v", what, both)
