@@ -118,6 +118,9 @@ func (c *ipv4Conn) openQuiet() (*quietSocket, error) {
 	if err := unix.SetsockoptString(fd, unix.SOL_SOCKET, unix.SO_BINDTODEVICE, c.ifi.Name); err != nil {
 		return fail("SO_BINDTODEVICE", err)
 	}
+	// Room for Master_Down_Interval's worth of adverts of many groups; the
+	// kernel caps it at net.core.rmem_max, which is enough for a few.
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, quietBuffer)
 	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_ALL, 0); err != nil {
 		return fail("IP_MULTICAST_ALL", err)
 	}
@@ -139,6 +142,9 @@ func (c *ipv4Conn) openQuiet() (*quietSocket, error) {
 	}
 	return q, nil
 }
+
+// quietBuffer is the quiet socket's receive buffer.
+const quietBuffer = 1 << 20
 
 // protoVRRP is VRRP's IP protocol number.
 const protoVRRP = 112
