@@ -130,7 +130,9 @@ func (c *ipv4Conn) openQuiet() (*quietSocket, error) {
 			return fail("join 224.0.0.18", err)
 		}
 	}
-	q := &quietSocket{fd: fd, batch: newRawBatch(receiveBatch, maxDatagram), oob: make([][]byte, receiveBatch)}
+	// since starts now: a wall clock stepped before the first read must
+	// not age what waits there.
+	q := &quietSocket{fd: fd, batch: newRawBatch(receiveBatch, maxDatagram), oob: make([][]byte, receiveBatch), since: time.Now()}
 	for i := range q.oob {
 		q.oob[i] = make([]byte, oobLen)
 	}
