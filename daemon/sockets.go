@@ -163,7 +163,7 @@ func (s *vrrpSocket) read() {
 		default:
 		}
 		if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
-			continue
+			continue // a burst read, or a deadline that was not a stop
 		}
 		s.err = err
 		close(s.failed)

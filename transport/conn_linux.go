@@ -163,7 +163,10 @@ func (c *ipv4Conn) ReadFrom(b []byte) (int, PacketInfo, error) {
 }
 
 // Receive reads datagrams until the socket fails or its read deadline
-// passes, handing each VRRP payload to fn (valid only during the call).
+// passes, handing each VRRP payload to fn (valid only during the call); it
+// also returns nil after a full batch, so that a flood of datagrams cannot
+// keep the caller from seeing that it should stop (the next call reads
+// before it waits, so nothing is left behind).
 // It stays inside one wait of the poller: a batch shorter than
 // receiveBatch left the socket empty, and a datagram arriving after it is
 // a new edge for the poller, so no read is spent only to hear EAGAIN (one
@@ -194,6 +197,7 @@ func (c *ipv4Conn) Receive(fn func(payload []byte, info PacketInfo)) error {
 			if n < len(c.batch.hdrs) {
 				return false
 			}
+			return true
 		}
 	})
 	if err != nil {

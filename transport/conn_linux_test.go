@@ -145,16 +145,6 @@ func TestReceiveBatchesAndWaits(t *testing.T) {
 	}
 	got := make(chan int, 64)
 	done := make(chan error, 1)
-	go func() {
-		done <- r.Receive(func(p []byte, info PacketInfo) {
-			var adv vrrp.Advertisement
-			if err := adv.Decode(p, info.Src, info.Dst); err != nil {
-				t.Errorf("datagram does not decode: %v", err)
-				return
-			}
-			got <- int(adv.Priority)
-		})
-	}()
 	send := func(prio int) {
 		adv := vrrp.Advertisement{VRID: 51, Priority: uint8(prio), Interval: time.Second, Addresses: []netip.Addr{lab.DefaultVIP().Addr()}}
 		pkt, err := adv.Append(nil, l.NodeAddr(1), vrrp.GroupIPv4)
@@ -165,10 +155,30 @@ func TestReceiveBatchesAndWaits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Queued before Receive starts: it finds full batches.
 	const burst = 3*receiveBatch + 1
 	for i := 1; i <= burst; i++ {
 		send(i)
 	}
+	time.Sleep(20 * time.Millisecond)
+	bursts := 0
+	go func() {
+		for {
+			err := r.Receive(func(p []byte, info PacketInfo) {
+				var adv vrrp.Advertisement
+				if err := adv.Decode(p, info.Src, info.Dst); err != nil {
+					t.Errorf("datagram does not decode: %v", err)
+					return
+				}
+				got <- int(adv.Priority)
+			})
+			if err != nil {
+				done <- err
+				return
+			}
+			bursts++ // a full batch: Receive returns so the caller may stop
+		}
+	}()
 	expect := func(want int) {
 		t.Helper()
 		select {
@@ -193,6 +203,9 @@ func TestReceiveBatchesAndWaits(t *testing.T) {
 	case err := <-done:
 		if !errors.Is(err, os.ErrDeadlineExceeded) {
 			t.Errorf("Receive ended with %v", err)
+		}
+		if bursts == 0 {
+			t.Error("a burst of several full batches never returned to the caller")
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("a past deadline did not end Receive")

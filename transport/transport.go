@@ -31,8 +31,8 @@ type Conn interface {
 }
 
 // A Receiver is a Conn that hands packets to a function as they arrive,
-// until the socket fails or its read deadline passes; the payload is
-// valid only during the call. The IPv4 Conn implements it, with fewer
+// until the socket fails or its read deadline passes (or, with nil, after
+// a burst: call it again); the payload is valid only during the call. The IPv4 Conn implements it, with fewer
 // system calls than a ReadFrom per packet.
 type Receiver interface {
 	Receive(fn func(payload []byte, info PacketInfo)) error
