@@ -133,6 +133,9 @@ func (in *instance) catchUp(out []vrrp.Action) {
 	if in.sock == nil {
 		return
 	}
+	// Taken before the queue is read: an advert set aside after that is
+	// newer than the event, not older.
+	start := in.env.Now()
 	if in.sock.maybePending(in.id.vrid) {
 		in.sock.drainQuiet()
 	}
@@ -142,7 +145,7 @@ func (in *instance) catchUp(out []vrrp.Action) {
 			in.receive(p, out[:0])
 			in.sockets.free(p)
 		default:
-			in.lastEventAt = in.env.Now()
+			in.lastEventAt = start
 			return
 		}
 	}
