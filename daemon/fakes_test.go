@@ -32,6 +32,8 @@ type fakeLAN struct {
 	// quiet: sockets can set adverts aside (transport.Quieter), as the
 	// real IPv4 one can; set before start.
 	quiet bool
+	// quietRoom: how many patterns a socket takes (0: any number).
+	quietRoom int
 	// lastFrom is when each source's last advert went out.
 	lastFrom map[netip.Addr]time.Time
 }
@@ -70,11 +72,15 @@ type fakeAside struct {
 // quietFakeConn is a fakeConn that is a transport.Quieter.
 type quietFakeConn struct{ *fakeConn }
 
-func (c quietFakeConn) SetQuiet(ps []transport.QuietPattern) error {
+func (c quietFakeConn) SetQuiet(ps []transport.QuietPattern) (int, error) {
 	c.lan.mu.Lock()
 	defer c.lan.mu.Unlock()
-	c.patterns = slices.Clone(ps)
-	return nil
+	n := len(ps)
+	if c.lan.quietRoom > 0 {
+		n = min(n, c.lan.quietRoom)
+	}
+	c.patterns = slices.Clone(ps[:n])
+	return n, nil
 }
 
 func (c quietFakeConn) ReadQuiet(fn func([]byte, transport.PacketInfo, time.Time)) error {

@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"bytes"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,9 +29,14 @@ import (
 type quietAdverts struct {
 	q transport.Quieter
 
-	mu       sync.Mutex // patterns, the filters and reading the queue
+	mu sync.Mutex // patterns, the filters and reading the queue
+	// order is the VRIDs with a pattern set, oldest first; patterns theirs.
+	order    []uint8
 	patterns map[uint8]transport.QuietPattern
-	failed   bool // the filter could not be set: everything is read at once
+	// refused: VRIDs the kernel had no room for (filter memory, buffer),
+	// not asked again until a pattern goes.
+	refused [256]bool
+	failed  bool // the filter could not be set: everything is read at once
 	// pending: VRIDs whose adverts may wait in the queue (a pattern is set,
 	// or was until the queue was last read).
 	pending [256]atomic.Bool
@@ -43,7 +50,7 @@ func newQuietAdverts(conn transport.Conn) *quietAdverts {
 	return &quietAdverts{q: q, patterns: map[uint8]transport.QuietPattern{}}
 }
 
-// set makes p the pattern of vrid (nil: none) and reports whether the
+// setQuiet makes p the pattern of vrid (nil: none) and reports whether the
 // kernel took it.
 func (s *vrrpSocket) setQuiet(vrid uint8, p *transport.QuietPattern) bool {
 	qa := s.quiet
@@ -54,33 +61,47 @@ func (s *vrrpSocket) setQuiet(vrid uint8, p *transport.QuietPattern) bool {
 	defer qa.mu.Unlock()
 	old, had := qa.patterns[vrid]
 	switch {
-	case qa.failed && p != nil:
+	case p != nil && (qa.failed || qa.refused[vrid]):
 		return false
 	case p == nil && !had:
 		return true
 	case p != nil && had && old.Src == p.Src && bytes.Equal(old.Payload, p.Payload):
 		return true
 	}
+	order := slices.DeleteFunc(slices.Clone(qa.order), func(v uint8) bool { return v == vrid })
+	patterns := maps.Clone(qa.patterns)
 	if p == nil {
-		delete(qa.patterns, vrid)
+		delete(patterns, vrid)
+		qa.refused = [256]bool{} // room again
 	} else {
-		qa.patterns[vrid] = transport.QuietPattern{Src: p.Src, Payload: bytes.Clone(p.Payload)}
+		order = append(order, vrid)
+		patterns[vrid] = transport.QuietPattern{Src: p.Src, Payload: bytes.Clone(p.Payload)}
 		qa.pending[vrid].Store(true)
 	}
-	list := make([]transport.QuietPattern, 0, len(qa.patterns))
-	for _, p := range qa.patterns {
-		list = append(list, p)
+	list := make([]transport.QuietPattern, len(order))
+	for i, v := range order {
+		list[i] = patterns[v]
 	}
-	if err := qa.q.SetQuiet(list); err != nil {
+	n, err := qa.q.SetQuiet(list)
+	if err != nil {
 		// Read everything at once from now on; what waits is read at the
 		// next event, as pending says.
 		s.pool.log.Warn("cannot set steady adverts aside in the kernel; reading every advert when it comes", "interface", s.ifname, "error", err)
 		qa.failed = true
-		clear(qa.patterns)
+		qa.order, qa.patterns = nil, map[uint8]transport.QuietPattern{}
 		qa.q.SetQuiet(nil)
 		return false
 	}
-	return true
+	for _, v := range order[n:] {
+		delete(patterns, v)
+		qa.refused[v] = true
+	}
+	if n < len(order) {
+		s.pool.log.Debug("no room in the kernel to set more adverts aside; the others are read when they come", "interface", s.ifname, "set", n)
+	}
+	qa.order, qa.patterns = order[:n], patterns
+	_, ok := patterns[vrid]
+	return ok == (p != nil)
 }
 
 // drainQuiet hands every advert set aside to its instance, in order, marked

@@ -1,11 +1,14 @@
 package daemon
 
 import (
+	"context"
+	"log/slog"
 	"net/netip"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/vipd/vipd/config"
 	"github.com/vipd/vipd/vrrp"
 )
 
@@ -136,6 +139,49 @@ func TestNewMasterReadAtOnceWhileSteady(t *testing.T) {
 		synctest.Wait()
 		if !n1.host.holds(testVIP) || n2.host.holds(testVIP) {
 			t.Fatalf("after n3's cut: n1 holds %v, n2 holds %v", n1.host.holds(testVIP), n2.host.holds(testVIP))
+		}
+	})
+}
+
+// With room in the kernel for one pattern, the second group's adverts are
+// read when they come, and both groups are timed right.
+func TestQuietRoomForOnePattern(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lan := &fakeLAN{quiet: true, quietRoom: 1}
+		second := netip.MustParsePrefix("203.0.113.1/32")
+		start := func(addr string, prio uint8) *node {
+			a, b := testInstance(prio), testInstance(prio)
+			b.Name, b.VRID, b.VIPs = "second", 52, []netip.Prefix{second}
+			h := newFakeHost(lan, addr)
+			d, err := New(&config.Config{Instances: []config.Instance{a, b}}, slog.New(slog.DiscardHandler), h.env(), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			n := &node{host: h, d: d, cancel: cancel, done: make(chan error, 1)}
+			go func() { n.done <- d.Run(ctx) }()
+			t.Cleanup(func() { n.stop(t) })
+			return n
+		}
+		n1 := start("198.51.100.11", 150)
+		n2 := start("198.51.100.12", 100)
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		c2 := lan.connOf("198.51.100.12")
+		lan.mu.Lock()
+		set := len(c2.patterns)
+		lan.mu.Unlock()
+		if set != 1 {
+			t.Errorf("%d patterns set with room for 1", set)
+		}
+		if n2.host.holds(testVIP) || n2.host.holds(second) || !n1.host.holds(testVIP) || !n1.host.holds(second) {
+			t.Fatal("the VIPs moved while the Master spoke")
+		}
+		n1.host.setCarrier(false)
+		time.Sleep(3*time.Second + skewOf(100) + time.Second)
+		synctest.Wait()
+		if !n2.host.holds(testVIP) || !n2.host.holds(second) {
+			t.Fatalf("after the cut: n2 holds %v and %v", n2.host.holds(testVIP), n2.host.holds(second))
 		}
 	})
 }

@@ -9,7 +9,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/net/bpf"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 )
@@ -29,10 +28,10 @@ type ipv4Conn struct {
 	rbuf  []byte
 	batch *rawBatch
 	// unicast: no group to join (the quiet socket's too); quiet and
-	// quietProg: the quiet socket and its filter (SetQuiet).
-	unicast   bool
-	quiet     *quietSocket
-	quietProg []bpf.Instruction
+	// quietApplied: the quiet socket and the patterns of its filter.
+	unicast      bool
+	quiet        *quietSocket
+	quietApplied []QuietPattern
 }
 
 // maxDatagram bounds what ReadFrom reads: an advert with 255 IPv4

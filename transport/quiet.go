@@ -21,10 +21,11 @@ type QuietPattern struct {
 
 // A Quieter is a Conn that can set adverts aside (the IPv4 Conn).
 type Quieter interface {
-	// SetQuiet replaces the patterns: adverts matching one go to the quiet
-	// queue, all others to ReadFrom and Receive as before. While it
-	// changes, an advert may be in both, never in neither.
-	SetQuiet(patterns []QuietPattern) error
+	// SetQuiet replaces the patterns with the first n of patterns, as many
+	// as the kernel takes: adverts matching one go to the quiet queue, all
+	// others to ReadFrom and Receive as before. While it changes, an
+	// advert may be in both, never in neither; an error changes nothing.
+	SetQuiet(patterns []QuietPattern) (n int, err error)
 	// ReadQuiet hands each advert waiting in the quiet queue to fn, with
 	// the time it arrived, and returns when the queue is empty. It never
 	// waits.

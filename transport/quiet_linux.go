@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"syscall"
 	"time"
 	"unsafe"
@@ -20,6 +21,8 @@ type quietSocket struct {
 	batch *rawBatch
 	oob   [][]byte
 	since time.Time // when the queue was last emptied
+	// capacity is the receive buffer the kernel granted.
+	capacity int
 }
 
 // oobLen holds one SCM_TIMESTAMPNS control message.
@@ -28,44 +31,60 @@ var oobLen = unix.CmsgSpace(int(unsafe.Sizeof(unix.Timespec{})))
 var _ Quieter = (*ipv4Conn)(nil)
 
 // SetQuiet implements Quieter.
-func (c *ipv4Conn) SetQuiet(patterns []QuietPattern) error {
-	main, quiet, _ := quietPrograms(patterns)
-	mainRaw, err := bpf.Assemble(main)
-	if err != nil {
-		return fmt.Errorf("transport: quiet filter: %w", err)
+func (c *ipv4Conn) SetQuiet(patterns []QuietPattern) (int, error) {
+	for _, p := range patterns {
+		if !quietable(p) {
+			return 0, fmt.Errorf("transport: %v with %d bytes cannot be set aside", p.Src, len(p.Payload))
+		}
 	}
-	quietRaw, err := bpf.Assemble(quiet)
-	if err != nil {
-		return fmt.Errorf("transport: quiet filter: %w", err)
+	n := min(len(patterns), c.quiet.capacity/quietBytesPerPattern)
+	for {
+		err := c.applyQuiet(patterns[:n])
+		if err == nil {
+			return n, nil
+		}
+		// The kernel charges a filter to the socket's option memory
+		// (net.core.optmem_max): fewer patterns fit.
+		if !errors.Is(err, unix.ENOMEM) || n == 0 {
+			return 0, err
+		}
+		n = n * 7 / 8 // a few tries, not one per pattern
+
 	}
-	// The quiet socket keeps the new patterns' adverts before the main one
-	// drops them, and the main one keeps the old patterns' adverts before
-	// the quiet one stops: one advert may be queued twice, none lost.
-	if err := c.quiet.setFilter(mergeKeep(quiet, c.quietProg)); err != nil {
+}
+
+// applyQuiet installs the filters for ps: first the quiet socket keeps the
+// adverts of ps and of the patterns it kept so far, then the main socket
+// drops those of ps, then the quiet socket keeps only those of ps: an
+// advert may be queued twice meanwhile, never in neither. A failure leaves
+// the filters as they were.
+func (c *ipv4Conn) applyQuiet(ps []QuietPattern) error {
+	union := append(slices.Clip(ps), c.quietApplied...)
+	_, quietUnion, _ := quietPrograms(union)
+	mainNew, quietNew, _ := quietPrograms(ps)
+	mainOld, quietOld, _ := quietPrograms(c.quietApplied)
+	if err := c.quiet.setFilter(assemble(quietUnion)); err != nil {
 		return err
 	}
-	if err := attachFilter(c.rc, mainRaw); err != nil {
+	if err := attachFilter(c.rc, assemble(mainNew)); err != nil {
+		c.quiet.setFilter(assemble(quietOld))
 		return err
 	}
-	if err := c.quiet.setFilter(quietRaw); err != nil {
+	if err := c.quiet.setFilter(assemble(quietNew)); err != nil {
+		attachFilter(c.rc, assemble(mainOld))
+		c.quiet.setFilter(assemble(quietOld))
 		return err
 	}
-	c.quietProg = quiet
+	c.quietApplied = slices.Clone(ps)
 	return nil
 }
 
-// mergeKeep is a quiet filter that keeps what either program keeps.
-func mergeKeep(next, prev []bpf.Instruction) []bpf.RawInstruction {
-	if len(prev) == 0 {
-		raw, _ := bpf.Assemble(next)
-		return raw
+// assemble assembles a program quietPrograms built (always valid).
+func assemble(prog []bpf.Instruction) []bpf.RawInstruction {
+	raw, err := bpf.Assemble(prog)
+	if err != nil {
+		panic("transport: quiet filter: " + err.Error())
 	}
-	// Each program ends in "drop"; run the second where the first drops.
-	joined := append(append([]bpf.Instruction(nil), next[:len(next)-1]...), prev...)
-	if len(joined) > bpfMaxInsns {
-		joined = next
-	}
-	raw, _ := bpf.Assemble(joined)
 	return raw
 }
 
@@ -118,9 +137,14 @@ func (c *ipv4Conn) openQuiet() (*quietSocket, error) {
 	if err := unix.SetsockoptString(fd, unix.SOL_SOCKET, unix.SO_BINDTODEVICE, c.ifi.Name); err != nil {
 		return fail("SO_BINDTODEVICE", err)
 	}
-	// Room for Master_Down_Interval's worth of adverts of many groups; the
-	// kernel caps it at net.core.rmem_max, which is enough for a few.
-	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, quietBuffer)
+	// Past net.core.rmem_max with CAP_NET_ADMIN; without, up to it.
+	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, quietBuffer) != nil {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, quietBuffer)
+	}
+	granted, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
+	if err != nil {
+		return fail("SO_RCVBUF", err)
+	}
 	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_ALL, 0); err != nil {
 		return fail("IP_MULTICAST_ALL", err)
 	}
@@ -132,7 +156,7 @@ func (c *ipv4Conn) openQuiet() (*quietSocket, error) {
 	}
 	// since starts now: a wall clock stepped before the first read must
 	// not age what waits there.
-	q := &quietSocket{fd: fd, batch: newRawBatch(receiveBatch, maxDatagram), oob: make([][]byte, receiveBatch), since: time.Now()}
+	q := &quietSocket{fd: fd, batch: newRawBatch(receiveBatch, maxDatagram), oob: make([][]byte, receiveBatch), since: time.Now(), capacity: granted}
 	for i := range q.oob {
 		q.oob[i] = make([]byte, oobLen)
 	}
@@ -145,8 +169,17 @@ func (c *ipv4Conn) openQuiet() (*quietSocket, error) {
 	return q, nil
 }
 
-// quietBuffer is the quiet socket's receive buffer.
-const quietBuffer = 1 << 20
+// quietBuffer is the receive buffer the quiet socket asks for, and
+// quietBytesPerPattern what one pattern may need of it: the adverts of up
+// to twelve intervals (Master_Down_Interval with master_down_adverts up to
+// 10, and a late read) at up to 4 KiB each as the kernel counts them (a
+// driver's receive buffer). No more patterns are set than the buffer the
+// kernel granted holds: an advert dropped there for want of room would be
+// the latest, and its Backup would take over.
+const (
+	quietBuffer          = 4 << 20
+	quietBytesPerPattern = 12 * 4096
+)
 
 // protoVRRP is VRRP's IP protocol number.
 const protoVRRP = 112

@@ -30,8 +30,8 @@ func TestQuietAdvertsWaitAside(t *testing.T) {
 		return pkt
 	}
 	quiet, loud := advert(100), advert(120)
-	if err := q.SetQuiet([]QuietPattern{{Src: l.NodeAddr(1), Payload: quiet}}); err != nil {
-		t.Fatal(err)
+	if n, err := q.SetQuiet([]QuietPattern{{Src: l.NodeAddr(1), Payload: quiet}}); err != nil || n != 1 {
+		t.Fatalf("SetQuiet: %d, %v", n, err)
 	}
 	sentAt := time.Now()
 	for range 3 {
@@ -74,7 +74,7 @@ func TestQuietAdvertsWaitAside(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Cleared: the pattern's adverts come to ReadFrom again.
-	if err := q.SetQuiet(nil); err != nil {
+	if _, err := q.SetQuiet(nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.WriteTo(quiet, vrrp.GroupIPv4); err != nil {
@@ -91,6 +91,53 @@ func TestQuietAdvertsWaitAside(t *testing.T) {
 	b.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
 	if _, _, err := b.ReadFrom(make([]byte, 1500)); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Errorf("an extra datagram: %v", err)
+	}
+}
+
+// More patterns than the kernel takes (its option memory for filters, the
+// buffer it granted): SetQuiet sets the first ones, says how many, and the
+// rest are read at once.
+func TestQuietTakesWhatFits(t *testing.T) {
+	l := newLab(t, 2)
+	a, b := listenOn(t, l, 1, false), listenOn(t, l, 2, false)
+	q := b.(Quieter)
+	advert := func(vrid uint8) []byte {
+		adv := vrrp.Advertisement{VRID: vrid, Priority: 100, Interval: time.Second, Addresses: []netip.Addr{lab.DefaultVIP().Addr()}}
+		pkt, err := adv.Append(nil, l.NodeAddr(1), vrrp.GroupIPv4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pkt
+	}
+	var ps []QuietPattern
+	for vrid := 1; vrid <= 255; vrid++ {
+		ps = append(ps, QuietPattern{Src: l.NodeAddr(1), Payload: advert(uint8(vrid))})
+	}
+	n, err := q.SetQuiet(ps)
+	if err != nil || n < 1 || n >= len(ps) {
+		t.Fatalf("SetQuiet of %d patterns: %d, %v; want some, not all", len(ps), n, err)
+	}
+	t.Logf("%d of %d patterns set", n, len(ps))
+	if err := a.WriteTo(ps[0].Payload, vrrp.GroupIPv4); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.WriteTo(ps[n].Payload, vrrp.GroupIPv4); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := readOne(t, b)
+	if err != nil || string(got) != string(ps[n].Payload) {
+		t.Fatalf("the advert of a pattern not set: %x, %v", got, err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	aside := 0
+	q.ReadQuiet(func(p []byte, _ PacketInfo, _ time.Time) {
+		if string(p) != string(ps[0].Payload) {
+			t.Errorf("set aside: %x", p)
+		}
+		aside++
+	})
+	if aside != 1 {
+		t.Errorf("%d adverts set aside, want the first pattern's", aside)
 	}
 }
 
