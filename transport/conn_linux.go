@@ -193,10 +193,8 @@ func (c *ipv4Conn) Receive(fn func(payload []byte, info PacketInfo)) error {
 					fn(payload, info)
 				}
 			}
-			if n < len(c.batch.hdrs) {
-				return false
-			}
-			return true
+			// Short: the socket is empty; full: back to the caller.
+			return n == len(c.batch.hdrs)
 		}
 	})
 	if err != nil {
