@@ -45,7 +45,12 @@ func startOn(t *testing.T, h *fakeHost, ic config.Instance) *node {
 
 func startWithEnv(t *testing.T, h *fakeHost, env Env, ic config.Instance) *node {
 	t.Helper()
-	cfg := &config.Config{Instances: []config.Instance{ic}}
+	return startConfig(t, h, env, &config.Config{Instances: []config.Instance{ic}})
+}
+
+// startConfig runs a daemon of cfg on h until the test ends.
+func startConfig(t *testing.T, h *fakeHost, env Env, cfg *config.Config) *node {
+	t.Helper()
 	d, err := New(cfg, slog.New(slog.DiscardHandler), env, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,8 +1,6 @@
 package daemon
 
 import (
-	"context"
-	"log/slog"
 	"net/netip"
 	"testing"
 	"testing/synctest"
@@ -153,15 +151,7 @@ func TestQuietRoomForOnePattern(t *testing.T) {
 			a, b := testInstance(prio), testInstance(prio)
 			b.Name, b.VRID, b.VIPs = "second", 52, []netip.Prefix{second}
 			h := newFakeHost(lan, addr)
-			d, err := New(&config.Config{Instances: []config.Instance{a, b}}, slog.New(slog.DiscardHandler), h.env(), Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			n := &node{host: h, d: d, cancel: cancel, done: make(chan error, 1)}
-			go func() { n.done <- d.Run(ctx) }()
-			t.Cleanup(func() { n.stop(t) })
-			return n
+			return startConfig(t, h, h.env(), &config.Config{Instances: []config.Instance{a, b}})
 		}
 		n1 := start("198.51.100.11", 150)
 		n2 := start("198.51.100.12", 100)

@@ -95,15 +95,7 @@ func startBGPNode(t *testing.T, lan *fakeLAN, addr string, ics ...config.Instanc
 	env := h.env()
 	env.Links = loggingLinks{h, sp}
 	env.NewSpeaker = func(bgp.Config, *slog.Logger) (RouteSpeaker, error) { return sp, nil }
-	d, err := New(&config.Config{BGP: testBGP, Instances: ics}, slog.New(slog.DiscardHandler), env, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	n := &node{host: h, d: d, cancel: cancel, done: make(chan error, 1)}
-	go func() { n.done <- d.Run(ctx) }()
-	t.Cleanup(func() { n.stop(t) })
-	return n, sp
+	return startConfig(t, h, env, &config.Config{BGP: testBGP, Instances: ics}), sp
 }
 
 func bgpInstance(prio uint8) config.Instance {
