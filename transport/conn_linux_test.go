@@ -54,8 +54,12 @@ func readOne(t *testing.T, c Conn) ([]byte, PacketInfo, error) {
 	return b[:n], info, err
 }
 
-func encode(t *testing.T, src, dst netip.Addr) []byte {
-	adv := vrrp.Advertisement{VRID: 51, Priority: 100, Interval: time.Second, Addresses: []netip.Addr{lab.DefaultVIP().Addr()}}
+func encode(t *testing.T, src, dst netip.Addr) []byte { return encodeAdvert(t, src, dst, 51, 100) }
+
+// encodeAdvert is an advert of vrid at prio for the lab's VIP.
+func encodeAdvert(t *testing.T, src, dst netip.Addr, vrid, prio uint8) []byte {
+	t.Helper()
+	adv := vrrp.Advertisement{VRID: vrid, Priority: prio, Interval: time.Second, Addresses: []netip.Addr{lab.DefaultVIP().Addr()}}
 	b, err := adv.Append(nil, src, dst)
 	if err != nil {
 		t.Fatal(err)
@@ -146,12 +150,7 @@ func TestReceiveBatchesAndWaits(t *testing.T) {
 	got := make(chan int, 64)
 	done := make(chan error, 1)
 	send := func(prio int) {
-		adv := vrrp.Advertisement{VRID: 51, Priority: uint8(prio), Interval: time.Second, Addresses: []netip.Addr{lab.DefaultVIP().Addr()}}
-		pkt, err := adv.Append(nil, l.NodeAddr(1), vrrp.GroupIPv4)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := a.WriteTo(pkt, vrrp.GroupIPv4); err != nil {
+		if err := a.WriteTo(encodeAdvert(t, l.NodeAddr(1), vrrp.GroupIPv4, 51, uint8(prio)), vrrp.GroupIPv4); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -2,12 +2,10 @@ package transport
 
 import (
 	"errors"
-	"net/netip"
 	"os"
 	"testing"
 	"time"
 
-	"github.com/vipd/vipd/internal/lab"
 	"github.com/vipd/vipd/vrrp"
 )
 
@@ -21,15 +19,7 @@ func TestQuietAdvertsWaitAside(t *testing.T) {
 	if !ok {
 		t.Fatalf("the IPv4 Conn %T is not a Quieter", b)
 	}
-	advert := func(prio uint8) []byte {
-		adv := vrrp.Advertisement{VRID: 51, Priority: prio, Interval: time.Second, Addresses: []netip.Addr{lab.DefaultVIP().Addr()}}
-		pkt, err := adv.Append(nil, l.NodeAddr(1), vrrp.GroupIPv4)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pkt
-	}
-	quiet, loud := advert(100), advert(120)
+	quiet, loud := encodeAdvert(t, l.NodeAddr(1), vrrp.GroupIPv4, 51, 100), encodeAdvert(t, l.NodeAddr(1), vrrp.GroupIPv4, 51, 120)
 	if n, err := q.SetQuiet([]QuietPattern{{Src: l.NodeAddr(1), Payload: quiet}}); err != nil || n != 1 {
 		t.Fatalf("SetQuiet: %d, %v", n, err)
 	}
@@ -101,17 +91,9 @@ func TestQuietTakesWhatFits(t *testing.T) {
 	l := newLab(t, 2)
 	a, b := listenOn(t, l, 1, false), listenOn(t, l, 2, false)
 	q := b.(Quieter)
-	advert := func(vrid uint8) []byte {
-		adv := vrrp.Advertisement{VRID: vrid, Priority: 100, Interval: time.Second, Addresses: []netip.Addr{lab.DefaultVIP().Addr()}}
-		pkt, err := adv.Append(nil, l.NodeAddr(1), vrrp.GroupIPv4)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pkt
-	}
 	var ps []QuietPattern
 	for vrid := 1; vrid <= 255; vrid++ {
-		ps = append(ps, QuietPattern{Src: l.NodeAddr(1), Payload: advert(uint8(vrid))})
+		ps = append(ps, QuietPattern{Src: l.NodeAddr(1), Payload: encodeAdvert(t, l.NodeAddr(1), vrrp.GroupIPv4, uint8(vrid), 100)})
 	}
 	n, err := q.SetQuiet(ps)
 	if err != nil || n < 1 || n >= len(ps) {
