@@ -74,6 +74,10 @@ func quietMatch(prog []bpf.Instruction, p QuietPattern, onMatch bpf.Instruction)
 	return append(prog, onMatch)
 }
 
+func (p QuietPattern) equal(q QuietPattern) bool {
+	return p.Src == q.Src && string(p.Payload) == string(q.Payload)
+}
+
 // quietable says whether p can be a pattern.
 func quietable(p QuietPattern) bool {
 	return p.Src.Is4() && len(p.Payload) >= 8 && len(p.Payload) <= MaxQuietPayload && len(p.Payload)%4 == 0

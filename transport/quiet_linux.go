@@ -38,6 +38,8 @@ func (c *ipv4Conn) SetQuiet(patterns []QuietPattern) (int, error) {
 		}
 	}
 	n := min(len(patterns), c.quiet.capacity/quietBytesPerPattern)
+	// And no more than one classic BPF program holds (BPF_MAXINSNS).
+	_, _, n = quietPrograms(patterns[:n])
 	for {
 		err := c.applyQuiet(patterns[:n])
 		if err == nil {
@@ -59,8 +61,23 @@ func (c *ipv4Conn) SetQuiet(patterns []QuietPattern) (int, error) {
 // advert may be queued twice meanwhile, never in neither. A failure leaves
 // the filters as they were.
 func (c *ipv4Conn) applyQuiet(ps []QuietPattern) error {
-	union := append(slices.Clip(ps), c.quietApplied...)
-	_, quietUnion, _ := quietPrograms(union)
+	union := slices.Clone(c.quietApplied)
+	var kept []QuietPattern // in both
+	for _, p := range ps {
+		if slices.ContainsFunc(c.quietApplied, p.equal) {
+			kept = append(kept, p)
+		} else {
+			union = append(union, p)
+		}
+	}
+	_, quietUnion, used := quietPrograms(union)
+	if used < len(union) {
+		// Old and new together do not fit one program: remove, then add.
+		if err := c.applyQuiet(kept); err != nil {
+			return err
+		}
+		return c.applyQuiet(ps)
+	}
 	mainNew, quietNew, _ := quietPrograms(ps)
 	mainOld, quietOld, _ := quietPrograms(c.quietApplied)
 	if err := c.quiet.setFilter(assemble(quietUnion)); err != nil {
