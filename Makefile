@@ -16,8 +16,9 @@ TESTFLAGS ?= -count=1 -p 2 -timeout 20m
 
 all: build
 
+# Pure Go, as in the packages: no C library mapped beside the daemon.
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/vipd ./cmd/vipd
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/vipd ./cmd/vipd
 	$(GO) build -trimpath -o bin/vipd-lab ./cmd/vipd-lab
 
 deps:
@@ -45,7 +46,7 @@ bench: deps build
 
 # The tiers that need no root (pure and fakes), run again under the race
 # detector: they hold the election's concurrency.
-RACE_PKGS := ./vrrp/... ./announce/... ./hoststat/... ./config/... ./control/... ./metrics/... ./systemd/... ./daemon/... ./health/... ./internal/ktimer/...
+RACE_PKGS := ./vrrp/... ./announce/... ./hoststat/... ./config/... ./control/... ./metrics/... ./systemd/... ./daemon/... ./health/... ./internal/ktimer/... ./internal/residency/...
 
 # Every test: pure, fakes, and (as root) the namespace, interop and lab tests.
 test: deps lint
@@ -59,7 +60,7 @@ test-short:
 lint:
 	@fmt=$$(gofmt -l .); if [ -n "$$fmt" ]; then echo "gofmt needed:"; echo "$$fmt"; exit 1; fi
 	$(GO) vet ./...
-	GOOS=darwin $(GO) vet ./vrrp/ ./announce/ ./hoststat/ ./config/ ./netif/ ./arp/ ./ndp/ ./transport/ ./health/ ./control/ ./systemd/ ./metrics/ ./internal/sched/ ./internal/ktimer/
+	GOOS=darwin $(GO) vet ./vrrp/ ./announce/ ./hoststat/ ./config/ ./netif/ ./arp/ ./ndp/ ./transport/ ./health/ ./control/ ./systemd/ ./metrics/ ./internal/sched/ ./internal/ktimer/ ./internal/residency/
 	$(GO) run $(STATICCHECK) ./...
 	$(GO) mod tidy -diff
 

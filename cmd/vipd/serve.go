@@ -24,6 +24,7 @@ import (
 	"github.com/vipd/vipd/daemon"
 	"github.com/vipd/vipd/hoststat"
 	"github.com/vipd/vipd/internal/ktimer"
+	"github.com/vipd/vipd/internal/residency"
 	"github.com/vipd/vipd/metrics"
 	"github.com/vipd/vipd/ndp"
 	"github.com/vipd/vipd/netif"
@@ -271,6 +272,13 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, adopt boo
 		case <-d.Ready():
 			notifier.Ready(summary(d))
 			log.Info("ready: every instance has joined its group")
+			// Start-up is over: what stays mapped of the binary is what
+			// the daemon runs at rest.
+			if r, err := residency.ReleaseExecutable(); err != nil {
+				log.Debug("the start-up pages of the binary stay mapped", "error", err)
+			} else {
+				log.Debug("released the start-up pages of the binary", "mappings", len(r))
+			}
 		case <-runCtx.Done():
 		}
 		return nil

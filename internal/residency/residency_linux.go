@@ -1,0 +1,98 @@
+package residency
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Region is one mapping of the executable that was released.
+type Region struct {
+	Start, End uint64
+	Perms      string
+}
+
+// ReleaseExecutable drops this process's mappings of the read-only pages of
+// its executable (code and constant data), which start-up faulted in by the
+// megabyte: parsing, package initialisation (the embedded BGP library
+// registers thousands of descriptors), and the kernel's fault-around of 64
+// KiB at every first touch. The page cache keeps them, so a page the
+// process runs again is mapped back by a minor fault; what stays resident
+// is what it uses at rest. Only mappings that were never writable and hold
+// no private copy (Anonymous 0 in smaps) are released: dropping those can
+// lose nothing.
+func ReleaseExecutable() ([]Region, error) {
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		return nil, err
+	}
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		return nil, err
+	}
+	var released []Region
+	for _, m := range parseSmaps(smaps) {
+		if !releasable(m, exe) {
+			continue
+		}
+		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, uintptr(m.start), uintptr(m.end-m.start), unix.MADV_DONTNEED); errno != 0 {
+			return released, fmt.Errorf("madvise %x-%x: %w", m.start, m.end, errno)
+		}
+		released = append(released, Region{Start: m.start, End: m.end, Perms: m.perms})
+	}
+	return released, nil
+}
+
+// releasable: a private mapping of exe, never writable, with no page of its
+// own (a relocated page would be one, and dropping it would lose it).
+func releasable(m mapping, exe string) bool {
+	return m.path == exe && !strings.ContainsRune(m.perms, 'w') && strings.HasSuffix(m.perms, "p") && m.anonymous == 0
+}
+
+type mapping struct {
+	start, end uint64
+	perms      string
+	path       string
+	anonymous  int64 // kB
+}
+
+// parseSmaps reads /proc/PID/smaps: a header line per mapping ("start-end
+// perms offset dev inode path"), then "Key: value kB" lines.
+func parseSmaps(b []byte) []mapping {
+	var out []mapping
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := sc.Text()
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if r, ok := strings.CutSuffix(f[0], ":"); ok {
+			if r == "Anonymous" && len(out) > 0 && len(f) > 1 {
+				n, _ := strconv.ParseInt(f[1], 10, 64)
+				out[len(out)-1].anonymous = n
+			}
+			continue
+		}
+		lo, hi, ok := strings.Cut(f[0], "-")
+		if !ok || len(f) < 5 {
+			continue
+		}
+		start, err1 := strconv.ParseUint(lo, 16, 64)
+		end, err2 := strconv.ParseUint(hi, 16, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		m := mapping{start: start, end: end, perms: f[1]}
+		if len(f) >= 6 {
+			m.path = strings.Join(f[5:], " ")
+		}
+		out = append(out, m)
+	}
+	return out
+}

@@ -1,0 +1,102 @@
+package residency
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const sampleSmaps = `00400000-00c00000 r-xp 00000000 08:01 1234 /usr/sbin/vipd
+Size:               8192 kB
+Rss:                6000 kB
+Anonymous:             0 kB
+00c00000-01400000 r--p 00800000 08:01 1234 /usr/sbin/vipd
+Rss:                5000 kB
+Anonymous:             4 kB
+01400000-01500000 rw-p 01000000 08:01 1234 /usr/sbin/vipd
+Anonymous:           100 kB
+7f0000000000-7f0000100000 rw-p 00000000 00:00 0
+Anonymous:          2048 kB
+7f0000200000-7f0000300000 r--p 00000000 08:01 99 /usr/lib/name with spaces.so
+Anonymous:             0 kB
+`
+
+func TestParseSmaps(t *testing.T) {
+	got := parseSmaps([]byte(sampleSmaps))
+	want := []mapping{
+		{start: 0x400000, end: 0xc00000, perms: "r-xp", path: "/usr/sbin/vipd", anonymous: 0},
+		{start: 0xc00000, end: 0x1400000, perms: "r--p", path: "/usr/sbin/vipd", anonymous: 4},
+		{start: 0x1400000, end: 0x1500000, perms: "rw-p", path: "/usr/sbin/vipd", anonymous: 100},
+		{start: 0x7f0000000000, end: 0x7f0000100000, perms: "rw-p", anonymous: 2048},
+		{start: 0x7f0000200000, end: 0x7f0000300000, perms: "r--p", path: "/usr/lib/name with spaces.so"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("parsed %d mappings, want %d: %+v", len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("mapping %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	// Of these only the code qualifies: the constant data holds a private
+	// copy (a relocated page), the rest is writable or not the binary.
+	var n int
+	for _, m := range got {
+		if releasable(m, "/usr/sbin/vipd") {
+			n++
+			if m.start != 0x400000 {
+				t.Errorf("would release %+v", m)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d mappings releasable, want 1", n)
+	}
+}
+
+func rssFileKB(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "RssFile:"); ok {
+			n, err := strconv.Atoi(strings.Fields(v)[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no RssFile in /proc/self/status")
+	return 0
+}
+
+// The test binary's own code and constants are released, its writable data
+// never, and it runs on: the pages it needs come back.
+func TestReleaseExecutableDropsTheBinarysPages(t *testing.T) {
+	before := rssFileKB(t)
+	regions, err := ReleaseExecutable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := rssFileKB(t)
+	if len(regions) == 0 {
+		t.Fatal("nothing released")
+	}
+	for _, r := range regions {
+		if strings.ContainsRune(r.Perms, 'w') {
+			t.Errorf("released a writable mapping %+v", r)
+		}
+	}
+	if after >= before {
+		t.Errorf("RssFile %d kB before, %d kB after: nothing was released", before, after)
+	}
+	t.Logf("RssFile %d kB -> %d kB, %d mappings", before, after, len(regions))
+	// Code that ran before runs again.
+	if got := parseSmaps([]byte(sampleSmaps)); len(got) != 5 {
+		t.Errorf("parseSmaps after the release: %d mappings", len(got))
+	}
+}

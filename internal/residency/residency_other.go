@@ -1,0 +1,16 @@
+//go:build !linux
+
+package residency
+
+import "errors"
+
+// Region is one mapping of the executable that was released.
+type Region struct {
+	Start, End uint64
+	Perms      string
+}
+
+// ReleaseExecutable is Linux only.
+func ReleaseExecutable() ([]Region, error) {
+	return nil, errors.New("residency: Linux only")
+}
