@@ -62,6 +62,9 @@ type fakeConn struct {
 	patterns []transport.QuietPattern
 	aside    []fakeAside
 	readNow  atomic.Int64
+	// filterChanges counts SetQuiet calls (each a compile of the
+	// socket's programs in the kernel).
+	filterChanges atomic.Int64
 }
 
 type fakeAside struct {
@@ -73,6 +76,7 @@ type fakeAside struct {
 type quietFakeConn struct{ *fakeConn }
 
 func (c quietFakeConn) SetQuiet(ps []transport.QuietPattern) (int, error) {
+	c.filterChanges.Add(1)
 	c.lan.mu.Lock()
 	defer c.lan.mu.Unlock()
 	n := len(ps)

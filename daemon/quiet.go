@@ -25,14 +25,35 @@ import (
 // aside before it are handed over first. A Backup then wakes about once per
 // Master_Down_Interval instead of once per advert.
 
+// quietApplyEvery is the least time between two changes of a socket's
+// filters. Each change compiles programs that hold every pattern of the
+// socket, so a burst (255 groups taking over at a cut, or turning steady
+// after a start) would otherwise cost the square of the groups; changes
+// asked meanwhile are applied together. Nothing is lost by the wait: a
+// pattern not yet set only means adverts read at once, and one not yet
+// cleared keeps its adverts aside, where the instance still reads them
+// before it decides anything (pending), at the latest when its own timer
+// fires.
+const quietApplyEvery = 50 * time.Millisecond
+
 // quietAdverts is one shared socket's patterns, by VRID.
 type quietAdverts struct {
 	q transport.Quieter
 
 	mu sync.Mutex // patterns, the filters and reading the queue
-	// order is the VRIDs with a pattern set, oldest first; patterns theirs.
+	// order is the VRIDs with a pattern in the kernel, oldest first;
+	// patterns theirs.
 	order    []uint8
 	patterns map[uint8]transport.QuietPattern
+	// want and wantOrder: the patterns asked for, applied at the next
+	// change of the filters.
+	wantOrder []uint8
+	want      map[uint8]transport.QuietPattern
+	// lastApply is when the filters last changed; apply is the change
+	// waiting for quietApplyEvery to pass.
+	lastApply time.Time
+	apply     *time.Timer
+	closed    bool
 	// refused: VRIDs the kernel had no room for (filter memory, buffer),
 	// not asked again until a pattern goes.
 	refused [256]bool
@@ -47,11 +68,11 @@ func newQuietAdverts(conn transport.Conn) *quietAdverts {
 	if !ok {
 		return nil
 	}
-	return &quietAdverts{q: q, patterns: map[uint8]transport.QuietPattern{}}
+	return &quietAdverts{q: q, patterns: map[uint8]transport.QuietPattern{}, want: map[uint8]transport.QuietPattern{}}
 }
 
-// setQuiet makes p the pattern of vrid (nil: none) and reports whether the
-// kernel took it.
+// setQuiet asks for p as the pattern of vrid (nil: none) and reports
+// whether it stands to be set: false when the kernel has refused it.
 func (s *vrrpSocket) setQuiet(vrid uint8, p *transport.QuietPattern) bool {
 	qa := s.quiet
 	if qa == nil {
@@ -59,7 +80,7 @@ func (s *vrrpSocket) setQuiet(vrid uint8, p *transport.QuietPattern) bool {
 	}
 	qa.mu.Lock()
 	defer qa.mu.Unlock()
-	old, had := qa.patterns[vrid]
+	old, had := qa.want[vrid]
 	switch {
 	case p != nil && (qa.failed || qa.refused[vrid]):
 		return false
@@ -68,19 +89,48 @@ func (s *vrrpSocket) setQuiet(vrid uint8, p *transport.QuietPattern) bool {
 	case p != nil && had && old.Src == p.Src && bytes.Equal(old.Payload, p.Payload):
 		return true
 	}
-	order := slices.DeleteFunc(slices.Clone(qa.order), func(v uint8) bool { return v == vrid })
-	patterns := maps.Clone(qa.patterns)
+	qa.wantOrder = slices.DeleteFunc(qa.wantOrder, func(v uint8) bool { return v == vrid })
 	if p == nil {
-		delete(patterns, vrid)
-		qa.refused = [256]bool{} // room again
+		delete(qa.want, vrid)
 	} else {
-		order = append(order, vrid)
-		patterns[vrid] = transport.QuietPattern{Src: p.Src, Payload: bytes.Clone(p.Payload)}
-		qa.pending[vrid].Store(true)
+		qa.wantOrder = append(qa.wantOrder, vrid)
+		qa.want[vrid] = transport.QuietPattern{Src: p.Src, Payload: bytes.Clone(p.Payload)}
 	}
-	list := make([]transport.QuietPattern, len(order))
-	for i, v := range order {
-		list[i] = patterns[v]
+	if wait := quietApplyEvery - time.Since(qa.lastApply); wait > 0 {
+		if qa.apply == nil {
+			qa.apply = time.AfterFunc(wait, s.applyQuiet)
+		}
+		return true
+	}
+	s.applyQuietLocked()
+	_, ok := qa.want[vrid]
+	return ok == (p != nil)
+}
+
+// applyQuiet changes the filters to what was asked since the last change.
+func (s *vrrpSocket) applyQuiet() {
+	s.quiet.mu.Lock()
+	defer s.quiet.mu.Unlock()
+	s.applyQuietLocked()
+}
+
+func (s *vrrpSocket) applyQuietLocked() {
+	qa := s.quiet
+	qa.apply = nil
+	if qa.closed || qa.failed {
+		return
+	}
+	qa.lastApply = time.Now()
+	if slices.Equal(qa.order, qa.wantOrder) && maps.EqualFunc(qa.patterns, qa.want, func(a, b transport.QuietPattern) bool {
+		return a.Src == b.Src && bytes.Equal(a.Payload, b.Payload)
+	}) {
+		return
+	}
+	removed := slices.ContainsFunc(qa.order, func(v uint8) bool { _, ok := qa.want[v]; return !ok })
+	list := make([]transport.QuietPattern, len(qa.wantOrder))
+	for i, v := range qa.wantOrder {
+		list[i] = qa.want[v]
+		qa.pending[v].Store(true) // before the kernel may set one aside
 	}
 	n, err := qa.q.SetQuiet(list)
 	if err != nil {
@@ -89,19 +139,38 @@ func (s *vrrpSocket) setQuiet(vrid uint8, p *transport.QuietPattern) bool {
 		s.pool.log.Warn("cannot set steady adverts aside in the kernel; reading every advert when it comes", "interface", s.ifname, "error", err)
 		qa.failed = true
 		qa.order, qa.patterns = nil, map[uint8]transport.QuietPattern{}
+		qa.wantOrder, qa.want = nil, map[uint8]transport.QuietPattern{}
 		qa.q.SetQuiet(nil)
-		return false
+		return
 	}
-	for _, v := range order[n:] {
-		delete(patterns, v)
+	if removed {
+		qa.refused = [256]bool{} // room again
+	}
+	for _, v := range qa.wantOrder[n:] {
+		delete(qa.want, v)
 		qa.refused[v] = true
 	}
-	if n < len(order) {
+	if n < len(qa.wantOrder) {
 		s.pool.log.Debug("no room in the kernel to set more adverts aside; the others are read when they come", "interface", s.ifname, "set", n)
 	}
-	qa.order, qa.patterns = order[:n], patterns
-	_, ok := patterns[vrid]
-	return ok == (p != nil)
+	qa.wantOrder = qa.wantOrder[:n]
+	qa.order, qa.patterns = slices.Clone(qa.wantOrder), maps.Clone(qa.want)
+}
+
+// closeQuiet stops a change of the filters still waiting: the socket is
+// closing.
+func (s *vrrpSocket) closeQuiet() {
+	qa := s.quiet
+	if qa == nil {
+		return
+	}
+	qa.mu.Lock()
+	defer qa.mu.Unlock()
+	qa.closed = true
+	if qa.apply != nil {
+		qa.apply.Stop()
+		qa.apply = nil
+	}
 }
 
 // drainQuiet hands every advert set aside to its instance, in order, marked

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"net/netip"
 	"testing"
 	"testing/synctest"
@@ -172,6 +173,58 @@ func TestQuietRoomForOnePattern(t *testing.T) {
 		synctest.Wait()
 		if !n2.host.holds(testVIP) || !n2.host.holds(second) {
 			t.Fatalf("after the cut: n2 holds %v and %v", n2.host.holds(testVIP), n2.host.holds(second))
+		}
+	})
+}
+
+// Forty groups that turn steady together, and take over together after a
+// cut, change their socket's filters a few times, not once each (every
+// change compiles programs holding all of the socket's patterns: the
+// square of the groups at 255); each still ends up set, then cleared.
+func TestQuietChangesOfManyGroupsApplyTogether(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const groups = 40
+		lan := &fakeLAN{quiet: true}
+		start := func(addr string, prio uint8) *node {
+			cfg := &config.Config{}
+			for i := range groups {
+				in := testInstance(prio)
+				if i > 0 {
+					in.Name, in.VRID = fmt.Sprintf("g%d", i), uint8(i)
+					in.VIPs = []netip.Prefix{netip.PrefixFrom(netip.AddrFrom4([4]byte{203, 0, 113, byte(i)}), 32)}
+				}
+				cfg.Instances = append(cfg.Instances, in)
+			}
+			h := newFakeHost(lan, addr)
+			return startConfig(t, h, h.env(), cfg)
+		}
+		n1 := start("198.51.100.11", 150)
+		start("198.51.100.12", 100)
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		c2 := lan.connOf("198.51.100.12")
+		lan.mu.Lock()
+		set := len(c2.patterns)
+		lan.mu.Unlock()
+		if set != groups {
+			t.Fatalf("%d of %d groups set aside while steady", set, groups)
+		}
+		if n := c2.filterChanges.Load(); n > groups/4 {
+			t.Errorf("turning steady changed the filters %d times for %d groups", n, groups)
+		}
+		before := c2.filterChanges.Load()
+		t.Logf("turning steady: %d changes of the filters", before)
+		n1.host.setCarrier(false)
+		time.Sleep(3*time.Second + skewOf(100) + time.Second)
+		synctest.Wait()
+		lan.mu.Lock()
+		set = len(c2.patterns)
+		lan.mu.Unlock()
+		if set != 0 {
+			t.Errorf("%d patterns left after all groups took over", set)
+		}
+		if n := c2.filterChanges.Load() - before; n > groups/4 {
+			t.Errorf("the takeover changed the filters %d times for %d groups", n, groups)
 		}
 	})
 }

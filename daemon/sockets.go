@@ -115,6 +115,7 @@ func (p *socketPool) leave(s *vrrpSocket, in *instance) {
 	if !last {
 		return
 	}
+	s.closeQuiet()
 	s.conn.SetReadDeadline(time.Unix(1, 0))
 	<-s.done
 	s.conn.Close()
