@@ -149,6 +149,7 @@ type upgrade struct {
 // binary takes over (the upgrade to carry out).
 func serve(path string, cfg *config.Config, handover *daemon.Handover, adopt bool, level *slog.LevelVar, log *slog.Logger) (int, *upgrade) {
 	notifier := systemd.NewNotifier(log)
+	line := newStatusLine()
 
 	// The control socket first: a second daemon with the same socket must
 	// stop here, before it touches any address.
@@ -228,7 +229,7 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, adopt boo
 			if tr.Reason != vrrp.ReasonResumed { // an upgrade is not a move
 				m.Transition(instance, tr.From.String(), tr.To.String())
 			}
-			notifier.Status(summary(d))
+			line.mark()
 		},
 		HeldFile:       heldFile(cfg),
 		OnConflict:     m.Conflict,
@@ -281,6 +282,10 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, adopt boo
 			}
 		case <-runCtx.Done():
 		}
+		return nil
+	})
+	g.Go(func() error {
+		line.run(runCtx, statusLineEvery, func() { notifier.Status(summary(d)) })
 		return nil
 	})
 	g.Go(func() error { keepRealtime(runCtx, cfg.Global, log); return nil })
@@ -429,30 +434,6 @@ func watchdog(ctx context.Context, d *daemon.Daemon, n *systemd.Notifier, interv
 			n.Watchdog()
 		}
 	}
-}
-
-// summary is the one-line STATUS= systemd shows.
-func summary(d *daemon.Daemon) string {
-	if d == nil {
-		return ""
-	}
-	var parts []string
-	for _, st := range d.Snapshot() {
-		p := fmt.Sprintf("%s %s", st.Name, st.State)
-		if st.Held {
-			for _, v := range st.VIPs {
-				p += " " + v.Addr().String()
-			}
-		}
-		if !st.Since.IsZero() {
-			p += " since " + st.Since.Format("15:04:05")
-		}
-		if st.Drained {
-			p += " (drained)"
-		}
-		parts = append(parts, p)
-	}
-	return strings.Join(parts, "; ")
 }
 
 func allVIPs(cfg *config.Config) []netip.Prefix {
