@@ -212,13 +212,14 @@ func TestSamplerOldKernelCPUWithoutFull(t *testing.T) {
 }
 
 func TestSamplerStatMissing(t *testing.T) {
-	s, root, _ := sampler(t, "proc-6.1")
+	s, root, now := sampler(t, "proc-6.1")
 	if _, err := s.Sample(); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Remove(filepath.Join(root, "stat")); err != nil {
 		t.Fatal(err)
 	}
+	*now = now.Add(Reuse)
 	if _, err := s.Sample(); err == nil {
 		t.Error("no error without /proc/stat")
 	}
@@ -229,7 +230,7 @@ func TestSamplerRealHost(t *testing.T) {
 	if _, err := s.Sample(); err != nil {
 		t.Skipf("no /proc here: %v", err)
 	}
-	time.Sleep(20 * time.Millisecond)
+	time.Sleep(Reuse + 20*time.Millisecond)
 	got, err := s.Sample()
 	if err != nil {
 		t.Fatal(err)
@@ -238,4 +239,37 @@ func TestSamplerRealHost(t *testing.T) {
 		t.Errorf("host sample out of range: %+v", got)
 	}
 	t.Logf("host: %v", got)
+}
+
+// Transitions in a burst (255 groups taking over at a cut) share one
+// reading: a Sample within Reuse of the last is that one, read again after.
+func TestSamplerBurstSharesOneReading(t *testing.T) {
+	s, root, now := sampler(t, "proc-6.1")
+	if err := s.Baseline(); err != nil {
+		t.Fatal(err)
+	}
+	*now = now.Add(2 * time.Second)
+	first, err := s.Sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "stat"), []byte(fixture(t, "stat-b")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	*now = now.Add(Reuse / 2)
+	again, err := s.Sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != first {
+		t.Errorf("a sample %v after the last: %+v, want the same reading %+v", Reuse/2, again, first)
+	}
+	*now = now.Add(Reuse)
+	fresh, err := s.Sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh.CPU == first.CPU || !fresh.At.Equal(*now) {
+		t.Errorf("a sample %v after the last: %+v, want a new reading", Reuse*3/2, fresh)
+	}
 }

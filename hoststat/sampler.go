@@ -18,7 +18,17 @@ type Sampler struct {
 	prev, older     CPUTimes
 	prevAt, olderAt time.Time
 	have            int // readings kept: 0, 1 or 2
+	// last is the latest Sample, handed out again within Reuse.
+	last    Sample
+	hasLast bool
 }
+
+// Reuse is how long a Sample stands for the host: transitions in a burst
+// (every group of a link taking over at a cut) share one reading instead
+// of reading the pressure files and /proc/stat once each, on the
+// takeover's path. Pressure averages over 10 s and shares over a second
+// or more do not change within it.
+const Reuse = 100 * time.Millisecond
 
 // MinSpan is the shortest window a Sample's CPU shares cover when an
 // older reading allows it: shares over a few milliseconds say nothing.
@@ -39,11 +49,15 @@ func (s *Sampler) Sample() (Sample, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	at := s.now()
+	if s.hasLast && at.Sub(s.last.At) < Reuse && !at.Before(s.last.At) {
+		return s.last, nil
+	}
 	out := Sample{At: at, PSI: readPSI(s.proc)}
 	cur, err := s.stat.readCPUTimes(s.proc)
 	if err != nil {
 		return out, err
 	}
+	defer func() { s.last, s.hasLast = out, true }()
 	switch {
 	case s.have == 2 && at.Sub(s.prevAt) < MinSpan:
 		out.CPU, out.Span, out.HasCPU = cur.Since(s.older), at.Sub(s.olderAt), true
