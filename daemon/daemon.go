@@ -436,12 +436,9 @@ func (d *Daemon) writeHeld() {
 	defer d.heldMu.Unlock()
 	held := []HeldVIP{}
 	for _, r := range d.snapshot() {
-		st := r.in.status()
-		if !st.Held {
-			continue
-		}
-		for _, v := range st.VIPs {
-			held = append(held, HeldVIP{Interface: st.VIPLink, VIP: v})
+		link, vips := r.in.heldVIPs()
+		for _, v := range vips {
+			held = append(held, HeldVIP{Interface: link, VIP: v})
 		}
 	}
 	b, _ := json.Marshal(held)

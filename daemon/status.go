@@ -133,6 +133,19 @@ func (in *instance) publish() {
 
 // status is called from other goroutines: it reads only what the mutexes or
 // atomics guard.
+// heldVIPs is the link and the VIPs the instance holds now (none when it
+// does not): what the held file needs, without building a whole Status for
+// every instance at every change.
+func (in *instance) heldVIPs() (link string, vips []netip.Prefix) {
+	in.pubMu.Lock()
+	held, vips := in.pub.held, in.pub.vips
+	in.pubMu.Unlock()
+	if !held {
+		return "", nil
+	}
+	return in.holder.ifname, vips
+}
+
 func (in *instance) status() Status {
 	in.pubMu.Lock()
 	p := in.pub
