@@ -123,6 +123,10 @@ func (in *instance) exec(actions []vrrp.Action) {
 		case vrrp.ActArmTimer:
 			// From the advert's arrival when it was set aside (quiet.go).
 			in.dueAt[a.Timer] = in.clockNow().Add(a.After)
+			if a.Timer == vrrp.TimerAdvert && in.sock != nil {
+				// At the instants the socket's Masters share (grid.go).
+				in.dueAt[a.Timer] = in.sock.grid.Load().due(in.clockNow(), a.After, in.cfg.AdvertInterval, in.id.vrid)
+			}
 			in.rearm(in.env.Now())
 		case vrrp.ActStopTimer:
 			in.dueAt[a.Timer] = time.Time{}

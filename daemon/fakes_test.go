@@ -36,6 +36,9 @@ type fakeLAN struct {
 	quietRoom int
 	// lastFrom is when each source's last advert went out.
 	lastFrom map[netip.Addr]time.Time
+	// sentAt: when each advert went out, by source (with recordSends).
+	recordSends bool
+	sentAt      map[netip.Addr][]time.Time
 }
 
 // blocked: the LAN filters adverts from src; l.mu must be held.
@@ -168,6 +171,12 @@ func (l *fakeLAN) deliver(b []byte, src, dst netip.Addr, ttl int) {
 		l.lastFrom = map[netip.Addr]time.Time{}
 	}
 	l.lastFrom[src] = time.Now()
+	if l.recordSends {
+		if l.sentAt == nil {
+			l.sentAt = map[netip.Addr][]time.Time{}
+		}
+		l.sentAt[src] = append(l.sentAt[src], time.Now())
+	}
 	for _, c := range l.conns {
 		if c.src == src || c.cut.Load() || c.src.Is4() != src.Is4() || l.blocked(src) {
 			continue

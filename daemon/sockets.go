@@ -66,6 +66,10 @@ type vrrpSocket struct {
 	drops   *dropLog
 
 	quiet *quietAdverts // nil: the Conn cannot set adverts aside
+	// opened and grid: when the socket opened, and the instants its
+	// Masters advertise at (grid.go), rebuilt as groups join and leave.
+	opened time.Time
+	grid   atomic.Pointer[advertGrid]
 
 	closing chan struct{}
 	done    chan struct{}
@@ -85,7 +89,7 @@ func (p *socketPool) join(ifi *net.Interface, opts transport.Options, in *instan
 		if err != nil {
 			return nil, err
 		}
-		s = &vrrpSocket{pool: p, key: key, ifname: ifi.Name, conn: conn, quiet: newQuietAdverts(conn), closing: make(chan struct{}), done: make(chan struct{}),
+		s = &vrrpSocket{pool: p, key: key, ifname: ifi.Name, conn: conn, quiet: newQuietAdverts(conn), opened: p.now(), closing: make(chan struct{}), done: make(chan struct{}),
 			failed: make(chan struct{}), drops: newDropLog(dropLogPerSource, dropLogPerReason, dropLogWindow)}
 		p.sockets[key] = s
 		go s.read()
@@ -95,7 +99,20 @@ func (p *socketPool) join(ifi *net.Interface, opts transport.Options, in *instan
 		return nil, fmt.Errorf("VRID %d is already used on %s by another instance", vrid, ifi.Name)
 	}
 	s.refs++
+	s.regrid()
 	return s, nil
+}
+
+// regrid deals the socket's groups round the grid's phases again; p.mu is
+// held.
+func (s *vrrpSocket) regrid() {
+	var vrids []uint8
+	for v := range s.subs {
+		if s.subs[v].Load() != nil {
+			vrids = append(vrids, uint8(v))
+		}
+	}
+	s.grid.Store(newAdvertGrid(s.opened, vrids))
 }
 
 // leave unsubscribes in; the last instance to leave closes the socket and
@@ -111,6 +128,9 @@ func (p *socketPool) leave(s *vrrpSocket, in *instance) {
 		delete(p.sockets, s.key)
 	}
 	s.subs[in.id.vrid].CompareAndSwap(in, nil)
+	if !last {
+		s.regrid()
+	}
 	p.mu.Unlock()
 	if !last {
 		return

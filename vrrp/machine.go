@@ -666,18 +666,22 @@ func (m *Machine) SetFault(cause string, out []Action) []Action {
 
 // TimerFired reports that a timer armed by an ActArmTimer expired. A timer
 // that was stopped or re-armed since is ignored, so the driver need not
-// drain stale expiries.
+// drain stale expiries. The Master's advert timer alone may fire up to an
+// interval early: a driver lines up the adverts of many groups to send
+// them in one wake-up, and an advert sooner than the interval never
+// shortens a Backup's Master_Down_Timer.
 func (m *Machine) TimerFired(t Timer, out []Action) []Action {
 	if t <= timerInvalid || t >= numTimers || !m.running {
 		return out
 	}
 	now := m.clock.Now()
 	due := m.deadline[t]
-	if due.IsZero() || now.Before(due) {
+	early := t == TimerAdvert && m.state == StateMaster && due.Sub(now) < m.cfg.AdvertInterval
+	if due.IsZero() || now.Before(due) && !early {
 		return out
 	}
 	m.deadline[t] = time.Time{}
-	late := now.Sub(due)
+	late := max(now.Sub(due), 0)
 
 	switch {
 	case t == TimerAdvert && m.state == StateMaster:

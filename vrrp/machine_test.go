@@ -494,6 +494,29 @@ func TestStaleTimerIgnored(t *testing.T) {
 	}
 }
 
+// A driver that lines up many groups' adverts fires the Master's advert
+// timer early: it advertises then and counts the next interval from then.
+// Only that timer, only while Master, and no more than an interval early.
+func TestMasterAdvertTimerMayFireEarly(t *testing.T) {
+	m, clk := masterMachine(t, testConfig(150, "198.51.100.11"))
+	clk.advance(300 * time.Millisecond)
+	if got := describe(m.TimerFired(TimerAdvert, nil)); !strings.Contains(got, "send(") || !strings.HasSuffix(got, "arm(adver_timer,1s)") {
+		t.Errorf("advert timer fired 700ms early: %s, want an advert and the timer armed for 1s", got)
+	}
+	if got, want := m.deadline[TimerAdvert], clk.now.Add(time.Second); !got.Equal(want) {
+		t.Errorf("next advert due %v, want %v", got, want)
+	}
+	// A second expiry at the same instant is an interval early: stale.
+	if got := describe(m.TimerFired(TimerAdvert, nil)); got != "" {
+		t.Errorf("an expiry a whole interval early acted: %s", got)
+	}
+	b, bclk := backupMachine(t, testConfig(100, "198.51.100.11"))
+	bclk.advance(time.Second)
+	if got := describe(b.TimerFired(TimerMasterDown, nil)); got != "" {
+		t.Errorf("a Backup's Master_Down_Timer fired early acted: %s", got)
+	}
+}
+
 func TestPreemptDelay(t *testing.T) {
 	cfg := testConfig(150, "198.51.100.11")
 	cfg.PreemptDelay = 10 * time.Second
