@@ -138,7 +138,9 @@ func New(cfg *config.Config, log *slog.Logger, env Env, opts Options) (*Daemon, 
 }
 
 func (d *Daemon) newInstance(ic config.Instance, cfg *config.Config) *instance {
-	return newInstance(ic, pools{sockets: d.sockets, announcers: d.announcers, speaker: d.speaker}, cfg.Global.StateDir, d.log, d.env, d.hooks())
+	in := newInstance(ic, pools{sockets: d.sockets, announcers: d.announcers, speaker: d.speaker}, cfg.Global.StateDir, d.log, d.env, d.hooks())
+	in.probeEvery = probeEveryOn(cfg, ic)
+	return in
 }
 
 // hooks are what instances report to the daemon.

@@ -50,9 +50,10 @@ func advertAuth(ic config.Instance) vrrp.Auth {
 	return a
 }
 
-// policyConfig is the announcement policy's view of ic; without a claim
-// monitor there is nothing to probe for.
-func policyConfig(ic config.Instance, monitor bool) announce.Config {
+// policyConfig is the announcement policy's view of ic, probing every
+// probe (probeEveryOn); without a claim monitor there is nothing to probe
+// for.
+func policyConfig(ic config.Instance, monitor bool, probe time.Duration) announce.Config {
 	cfg := announce.Config{
 		Repeat: ic.GARP.Repeat, Interval: ic.GARP.Interval, Refresh: ic.GARP.Refresh,
 		ClaimGrace: min(ic.AdvertInterval, conflictGrace),
@@ -63,14 +64,34 @@ func policyConfig(ic config.Instance, monitor bool) announce.Config {
 		cfg.Repeat, cfg.Refresh, cfg.SuccessorWait = 1, 0, max(ic.BGP.GracefulShutdownTime, announce.SuccessorAnnounceWait)
 	}
 	if monitor {
-		cfg.ProbeEvery = probeEvery
+		cfg.ProbeEvery = max(probe, probeEvery)
 	}
 	return cfg
 }
 
+// probeEveryOn is how often ic's Master probes for a second owner of each
+// VIP: every probeEvery, and less often when the interface carries more
+// than probesPerSecond VIPs, so that one interface broadcasts at most about
+// that many probes a second however many groups it has. Each probe is a
+// broadcast every host of the segment processes; keepalived sends none. A
+// foreign claim (a gratuitous ARP, an answer to a client) is still heard
+// at once: only a silent second owner waits for its VIP's turn.
+func probeEveryOn(cfg *config.Config, ic config.Instance) time.Duration {
+	var vips int
+	for _, other := range cfg.Instances {
+		if other.Interface == ic.Interface && !other.Announce.BGPMode() {
+			vips += len(other.VIPs)
+		}
+	}
+	rounds := max(1, (vips+probesPerSecond-1)/probesPerSecond)
+	return probeEvery * time.Duration(rounds)
+}
+
 const (
-	// probeEvery is how often a Master asks who else has its VIPs.
-	probeEvery = time.Second
+	// probeEvery is how often a Master asks who else has its VIPs, and
+	// probesPerSecond how many an interface sends at most (probeEveryOn).
+	probeEvery      = time.Second
+	probesPerSecond = 16
 	// conflictGrace is how long a claim waits for an advert that explains it.
 	conflictGrace = 20 * time.Millisecond
 )

@@ -76,3 +76,75 @@ func TestMastersOfOneSocketAdvertiseTogether(t *testing.T) {
 		}
 	})
 }
+
+// An interface with forty VIPs probes for a second owner about sixteen
+// times a second, not forty: each VIP every three seconds. One with a
+// single VIP probes it every second.
+func TestProbesOfAnInterfaceAreBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, groups := range []int{1, 40} {
+			lan := &fakeLAN{}
+			cfg := &config.Config{}
+			for i := range groups {
+				in := testInstance(150)
+				if i > 0 {
+					in.Name, in.VRID = fmt.Sprintf("g%d", i), uint8(i)
+					in.VIPs = []netip.Prefix{netip.PrefixFrom(netip.AddrFrom4([4]byte{203, 0, 113, byte(i)}), 32)}
+				}
+				cfg.Instances = append(cfg.Instances, in)
+			}
+			h := newFakeHost(lan, "198.51.100.11")
+			n := startConfig(t, h, h.env(), cfg)
+			time.Sleep(10 * time.Second)
+			synctest.Wait()
+			n.host.mu.Lock()
+			before := n.host.probes
+			n.host.mu.Unlock()
+			time.Sleep(30 * time.Second)
+			synctest.Wait()
+			n.host.mu.Lock()
+			probes := n.host.probes - before
+			n.host.mu.Unlock()
+			perSecond := float64(probes) / 30
+			want := float64(groups) / 3 // every 3 s
+			if groups == 1 {
+				want = 1
+			}
+			if perSecond < want*0.9 || perSecond > want*1.1 {
+				t.Errorf("%d groups: %.1f probes a second, want %.1f", groups, perSecond, want)
+			}
+			n.stop(t)
+		}
+	})
+}
+
+func TestProbeEveryOnGrowsPastSixteenVIPs(t *testing.T) {
+	vip := func(i int) netip.Prefix { return netip.PrefixFrom(netip.AddrFrom4([4]byte{203, 0, 113, byte(i)}), 32) }
+	cfgOf := func(n int) *config.Config {
+		cfg := &config.Config{}
+		for i := range n {
+			in := testInstance(150)
+			in.VIPs = []netip.Prefix{vip(i)}
+			cfg.Instances = append(cfg.Instances, in)
+		}
+		return cfg
+	}
+	for _, tc := range []struct {
+		vips int
+		want time.Duration
+	}{{1, time.Second}, {16, time.Second}, {17, 2 * time.Second}, {64, 4 * time.Second}, {255, 16 * time.Second}} {
+		cfg := cfgOf(tc.vips)
+		if got := probeEveryOn(cfg, cfg.Instances[0]); got != tc.want {
+			t.Errorf("%d VIPs on the interface: a probe every %v, want %v", tc.vips, got, tc.want)
+		}
+	}
+	// VIPs on another interface, or announced by BGP, do not count.
+	cfg := cfgOf(16)
+	elsewhere := testInstance(150)
+	elsewhere.Interface = "eth1"
+	elsewhere.VIPs = []netip.Prefix{vip(100), vip(101)}
+	cfg.Instances = append(cfg.Instances, elsewhere)
+	if got := probeEveryOn(cfg, cfg.Instances[0]); got != time.Second {
+		t.Errorf("16 VIPs here and 2 on eth1: a probe every %v, want 1s", got)
+	}
+}

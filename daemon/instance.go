@@ -48,10 +48,13 @@ type instance struct {
 	// mode restarts the instance).
 	anycastMode  bool
 	announceMode string // how the VIPs are announced: arp, bgp, bgp-anycast
-	log          *slog.Logger
-	env          Env
-	hooks        instanceHooks
-	stateDir     string
+	// probeEvery: how often its Master probes for a second owner
+	// (probeEveryOn); set before it runs, and by a reload.
+	probeEvery time.Duration
+	log        *slog.Logger
+	env        Env
+	hooks      instanceHooks
+	stateDir   string
 
 	links          chan netif.Event
 	ready          chan struct{}
@@ -300,7 +303,7 @@ func (in *instance) run(ctx context.Context) error {
 				in.close()
 				return err
 			}
-			in.policy = announce.New(policyConfig(in.cfg, in.ann.monitor != nil), ifi.HardwareAddr.String())
+			in.policy = announce.New(policyConfig(in.cfg, in.ann.monitor != nil, in.probeEvery), ifi.HardwareAddr.String())
 			_, fault := in.health()
 			in.m.SetFault(fault, nil)
 			if r := in.resume; r != nil {

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/vipd/vipd/bgp"
 	"github.com/vipd/vipd/config"
@@ -166,6 +167,7 @@ func (d *Daemon) plan(ctx context.Context, prev, next *config.Config) (*reloadPl
 			if perr != nil {
 				return nil, fmt.Errorf("instance %q: %w", ic.Name, perr)
 			}
+			u.probeEvery = probeEveryOn(next, ic)
 			p.outcome.Changes = append(p.outcome.Changes, u.notes...)
 			p.keep = append(p.keep, r)
 			p.updates = append(p.updates, u)
@@ -225,6 +227,8 @@ type instanceUpdate struct {
 	trackers []*health.Tracker // built, not started; nil when unchanged
 	tracks   bool              // the trackers changed
 	notes    []string
+	// probeEvery under the new configuration (probeEveryOn).
+	probeEvery time.Duration
 }
 
 // prepare checks a changed configuration against the running instance, on
@@ -342,7 +346,8 @@ func (in *instance) apply(u *instanceUpdate) {
 	}
 	now := in.env.Now()
 	if in.policy != nil {
-		in.policy.SetConfig(policyConfig(u.cfg, in.ann != nil && in.ann.monitor != nil), now)
+		in.probeEvery = u.probeEvery
+		in.policy.SetConfig(policyConfig(u.cfg, in.ann != nil && in.ann.monitor != nil, in.probeEvery), now)
 	}
 	if in.ann != nil {
 		vips := make([]netip.Addr, 0, len(u.cfg.VIPs))
