@@ -29,9 +29,9 @@ type dropLog struct {
 	perReason int
 	window    time.Duration
 
-	logged     map[dropLogKey]time.Time // when a source was last logged, per reason
-	budgets    [256]dropBudget          // by vrrp.DropReason
-	lastReport time.Time                // when suppressed() last did its work
+	logged     map[dropLogKey]time.Time        // when a source was last logged, per reason
+	budgets    [vrrp.NumDropReasons]dropBudget // by vrrp.DropReason.Index
+	lastReport time.Time                       // when suppressed() last did its work
 }
 
 type dropLogKey struct {
@@ -66,7 +66,7 @@ func (l *dropLog) allow(reason vrrp.DropReason, src netip.Addr, now time.Time) b
 	if last, ok := l.logged[key]; ok && now.Sub(last) < l.perSource {
 		return false
 	}
-	b := &l.budgets[reason]
+	b := &l.budgets[reason.Index()]
 	if b.since.IsZero() || now.Sub(b.since) >= l.window {
 		b.since, b.lines = now, 0
 	}

@@ -29,9 +29,9 @@ type counters struct {
 	advertsReceived atomic.Uint64
 	garpSent        atomic.Uint64
 	transitions     atomic.Uint64
-	conflicts       atomic.Uint64      // claims of our VIPs by another MAC while Master
-	overruns        atomic.Uint64      // adverts lost because the loop was behind
-	drops           [256]atomic.Uint64 // by vrrp.DropReason
+	conflicts       atomic.Uint64                      // claims of our VIPs by another MAC while Master
+	overruns        atomic.Uint64                      // adverts lost because the loop was behind
+	drops           [vrrp.NumDropReasons]atomic.Uint64 // by vrrp.DropReason.Index
 }
 
 // instance drives one virtual router: it feeds the election (vrrp.Machine)

@@ -39,7 +39,7 @@ func (in *instance) drop(err error, src netip.Addr, adv *vrrp.Advertisement) {
 		in.log.Error("unexpected error from the election", "error", err)
 		return
 	}
-	in.counters.drops[reason].Add(1)
+	in.counters.drops[reason.Index()].Add(1)
 	now := in.env.Now()
 	in.dropMu.Lock()
 	logIt := in.drops.allow(reason, src, now)

@@ -60,8 +60,8 @@ type vrrpSocket struct {
 	conn   transport.Conn
 	refs   int // under pool.mu
 
-	subs    [256]atomic.Pointer[instance] // by VRID
-	unknown [256]atomic.Uint64            // drops no instance claims, by vrrp.DropReason
+	subs    [256]atomic.Pointer[instance]      // by VRID
+	unknown [vrrp.NumDropReasons]atomic.Uint64 // drops no instance claims, by vrrp.DropReason.Index
 	dropMu  sync.Mutex
 	drops   *dropLog
 
@@ -242,7 +242,7 @@ func (s *vrrpSocket) drop(err error, src netip.Addr, adv *vrrp.Advertisement) {
 	if !errors.As(err, &reason) {
 		return
 	}
-	s.unknown[reason].Add(1)
+	s.unknown[reason.Index()].Add(1)
 	now := s.pool.now()
 	s.dropMu.Lock()
 	logIt := s.drops.allow(reason, src, now)
@@ -271,7 +271,7 @@ func (d *Daemon) InterfaceDrops() map[string]map[string]uint64 {
 	out := map[string]map[string]uint64{}
 	for _, s := range p.sockets {
 		for _, r := range vrrp.DropReasons() {
-			if n := s.unknown[r].Load(); n > 0 {
+			if n := s.unknown[r.Index()].Load(); n > 0 {
 				if out[s.ifname] == nil {
 					out[s.ifname] = map[string]uint64{}
 				}

@@ -220,7 +220,7 @@ func (in *instance) status() Status {
 	st.Conflicts = in.counters.conflicts.Load()
 	st.Drops = map[string]uint64{}
 	for _, r := range vrrp.DropReasons() {
-		if n := in.counters.drops[r].Load(); n > 0 {
+		if n := in.counters.drops[r.Index()].Load(); n > 0 {
 			st.Drops[r.String()] = n
 		}
 	}

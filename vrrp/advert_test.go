@@ -162,6 +162,16 @@ func TestDropReasonNames(t *testing.T) {
 	if DropReason(200).String() != "invalid" {
 		t.Error("out-of-range reason not invalid")
 	}
+	// Counters by reason are arrays of NumDropReasons: every reason has a
+	// place, and a value no reason has counts as invalid, never past the end.
+	for _, r := range DropReasons() {
+		if i := r.Index(); i != int(r) || i >= NumDropReasons {
+			t.Errorf("reason %v at index %d of %d", r, i, NumDropReasons)
+		}
+	}
+	if i := DropReason(200).Index(); i != int(dropInvalid) {
+		t.Errorf("out-of-range reason at index %d, want invalid's", i)
+	}
 }
 
 func FuzzDecode(f *testing.F) {

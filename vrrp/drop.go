@@ -29,6 +29,19 @@ const (
 	numDropReasons
 )
 
+// NumDropReasons bounds the reasons: counters by reason are arrays of this
+// length, indexed by DropReason.Index.
+const NumDropReasons = int(numDropReasons)
+
+// Index is the reason's place in an array of NumDropReasons; a value no
+// reason has counts as invalid.
+func (r DropReason) Index() int {
+	if r >= numDropReasons {
+		return int(dropInvalid)
+	}
+	return int(r)
+}
+
 var dropNames = [numDropReasons]string{
 	dropInvalid:       "invalid",
 	DropTooShort:      "too_short",
