@@ -144,7 +144,7 @@ func (in *instance) exec(actions []vrrp.Action) {
 		case vrrp.ActArmTimer:
 			// From the advert's arrival when it was set aside (quiet.go).
 			in.dueAt[a.Timer] = in.clockNow().Add(a.After)
-			if a.Timer == vrrp.TimerAdvert && in.sock != nil {
+			if a.Timer == vrrp.TimerAdvert && in.sock != nil && in.m.AdvertMayBeEarly() {
 				// At the instants the socket's Masters share (grid.go).
 				in.dueAt[a.Timer] = in.sock.grid.Load().due(in.clockNow(), a.After, in.cfg.AdvertInterval, in.id.vrid)
 			}

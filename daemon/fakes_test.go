@@ -36,9 +36,9 @@ type fakeLAN struct {
 	quietRoom int
 	// lastFrom is when each source's last advert went out.
 	lastFrom map[netip.Addr]time.Time
-	// sentAt: when each advert went out, by source (with recordSends).
+	// sentAt: when each advert went out, by VRID (with recordSends).
 	recordSends bool
-	sentAt      map[netip.Addr][]time.Time
+	sentAt      map[uint8][]time.Time
 }
 
 // blocked: the LAN filters adverts from src; l.mu must be held.
@@ -171,11 +171,11 @@ func (l *fakeLAN) deliver(b []byte, src, dst netip.Addr, ttl int) {
 		l.lastFrom = map[netip.Addr]time.Time{}
 	}
 	l.lastFrom[src] = time.Now()
-	if l.recordSends {
+	if l.recordSends && len(b) > 1 {
 		if l.sentAt == nil {
-			l.sentAt = map[netip.Addr][]time.Time{}
+			l.sentAt = map[uint8][]time.Time{}
 		}
-		l.sentAt[src] = append(l.sentAt[src], time.Now())
+		l.sentAt[b[1]] = append(l.sentAt[b[1]], time.Now())
 	}
 	for _, c := range l.conns {
 		if c.src == src || c.cut.Load() || c.src.Is4() != src.Is4() || l.blocked(src) {

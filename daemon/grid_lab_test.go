@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vipd/vipd/config"
+	"github.com/vipd/vipd/vrrp"
 )
 
 // Forty Masters on one socket advertise at three instants an interval
@@ -46,11 +47,16 @@ func TestMastersOfOneSocketAdvertiseTogether(t *testing.T) {
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 		lan.mu.Lock()
-		times := lan.sentAt[netip.MustParseAddr("198.51.100.11")]
+		byVRID := lan.sentAt
 		lan.mu.Unlock()
 		instants := map[time.Duration]int{}
-		for _, at := range times {
-			instants[at.Sub(from)%time.Second]++
+		for vrid, times := range byVRID {
+			for i, at := range times {
+				instants[at.Sub(from)%time.Second]++
+				if i > 0 && at.Sub(times[i-1]) > time.Second {
+					t.Errorf("VRID %d: adverts %v apart at 1 s adverts", vrid, at.Sub(times[i-1]))
+				}
+			}
 		}
 		if len(instants) != 3 {
 			t.Errorf("the Masters advertised at %d instants of the interval, want 3: %v", len(instants), instants)
@@ -147,4 +153,38 @@ func TestProbeEveryOnGrowsPastSixteenVIPs(t *testing.T) {
 	if got := probeEveryOn(cfg, cfg.Instances[0]); got != time.Second {
 		t.Errorf("16 VIPs here and 2 on eth1: a probe every %v, want 1s", got)
 	}
+}
+
+// A Master whose advert timer the grid armed early (its first interval
+// after the takeover) and whose interval a reload then shortens keeps
+// advertising: the expiry, earlier than the machine's deadline by more
+// than the new interval, is not taken for a stale one (found in review:
+// the Master fell silent and its Backup took over).
+func TestShorterIntervalByReloadKeepsTheMasterSpeaking(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lan := &fakeLAN{}
+		slow := testInstance(150)
+		slow.AdvertInterval = 3 * time.Second
+		n1 := startCfgNode(t, newFakeHost(lan, "198.51.100.11"), Options{}, slow)
+		backup := testInstance(100)
+		backup.AdvertInterval = 3 * time.Second
+		n2 := startCfgNode(t, newFakeHost(lan, "198.51.100.12"), Options{}, backup)
+		// Just after n1's takeover: its next advert is early on the grid.
+		for n1.status("k8s-api").State != vrrp.StateMaster {
+			time.Sleep(time.Millisecond)
+		}
+		fast := slow
+		fast.AdvertInterval = time.Second
+		n1.edit(fast)
+		n1.reload(t)
+		sent := lan.sentBy(51)
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		if n := lan.sentBy(51) - sent; n < 29 {
+			t.Errorf("%d adverts in 30 s after the reload to 1 s adverts", n)
+		}
+		if !n1.host.holds(testVIP) || n2.host.holds(testVIP) {
+			t.Errorf("n1 holds %v, n2 holds %v: the VIP moved", n1.host.holds(testVIP), n2.host.holds(testVIP))
+		}
+	})
 }

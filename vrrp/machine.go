@@ -574,6 +574,18 @@ func (m *Machine) SetLeader(master bool, cause string, out []Action) []Action {
 	return out
 }
 
+// AdvertMayBeEarly reports whether the advert timer, when it fires early,
+// still sends: a driver lines up the adverts of many groups to send them in
+// one wake-up, and an advert sooner than the interval never shortens a
+// Backup's Master_Down_Timer. True for a Master, however early (a reload
+// may have shortened the interval since the timer was armed), except on
+// probation after a freeze, whose full interval of listening is the point.
+// A driver fires the timer early only when this holds at arming; a fire the
+// machine would ignore would leave the timer unarmed.
+func (m *Machine) AdvertMayBeEarly() bool {
+	return m.running && m.state == StateMaster && !m.probation
+}
+
 // SetPriority changes the effective priority (1..254). A Master announces it
 // in an advert at once; a Backup uses it for its next Master_Down_Interval.
 func (m *Machine) SetPriority(p uint8, out []Action) []Action {
@@ -666,17 +678,14 @@ func (m *Machine) SetFault(cause string, out []Action) []Action {
 
 // TimerFired reports that a timer armed by an ActArmTimer expired. A timer
 // that was stopped or re-armed since is ignored, so the driver need not
-// drain stale expiries. The Master's advert timer alone may fire up to an
-// interval early: a driver lines up the adverts of many groups to send
-// them in one wake-up, and an advert sooner than the interval never
-// shortens a Backup's Master_Down_Timer.
+// drain stale expiries. The one exception is AdvertMayBeEarly.
 func (m *Machine) TimerFired(t Timer, out []Action) []Action {
 	if t <= timerInvalid || t >= numTimers || !m.running {
 		return out
 	}
 	now := m.clock.Now()
 	due := m.deadline[t]
-	early := t == TimerAdvert && m.state == StateMaster && due.Sub(now) < m.cfg.AdvertInterval
+	early := t == TimerAdvert && m.AdvertMayBeEarly()
 	if due.IsZero() || now.Before(due) && !early {
 		return out
 	}

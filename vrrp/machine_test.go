@@ -495,10 +495,14 @@ func TestStaleTimerIgnored(t *testing.T) {
 }
 
 // A driver that lines up many groups' adverts fires the Master's advert
-// timer early: it advertises then and counts the next interval from then.
-// Only that timer, only while Master, and no more than an interval early.
+// timer early: it advertises then and counts the next interval from then,
+// however early (a reload may have shortened the interval since). Never on
+// probation after a freeze, and never a Backup's timer.
 func TestMasterAdvertTimerMayFireEarly(t *testing.T) {
 	m, clk := masterMachine(t, testConfig(150, "198.51.100.11"))
+	if !m.AdvertMayBeEarly() {
+		t.Fatal("a Master's advert may not be early")
+	}
 	clk.advance(300 * time.Millisecond)
 	if got := describe(m.TimerFired(TimerAdvert, nil)); !strings.Contains(got, "send(") || !strings.HasSuffix(got, "arm(adver_timer,1s)") {
 		t.Errorf("advert timer fired 700ms early: %s, want an advert and the timer armed for 1s", got)
@@ -506,11 +510,36 @@ func TestMasterAdvertTimerMayFireEarly(t *testing.T) {
 	if got, want := m.deadline[TimerAdvert], clk.now.Add(time.Second); !got.Equal(want) {
 		t.Errorf("next advert due %v, want %v", got, want)
 	}
-	// A second expiry at the same instant is an interval early: stale.
-	if got := describe(m.TimerFired(TimerAdvert, nil)); got != "" {
-		t.Errorf("an expiry a whole interval early acted: %s", got)
+
+	// Armed at 3 s, then reloaded to 1 s: an expiry 2.5 s early still sends.
+	cfg := testConfig(150, "198.51.100.11")
+	cfg.AdvertInterval = 3 * time.Second
+	slow, sclk := masterMachine(t, cfg)
+	cfg.AdvertInterval = time.Second
+	if err := slow.Reconfigure(cfg); err != nil {
+		t.Fatal(err)
 	}
+	sclk.advance(500 * time.Millisecond)
+	if got := describe(slow.TimerFired(TimerAdvert, nil)); !strings.Contains(got, "send(") {
+		t.Errorf("after a reload to 1s, the timer armed for 3s fired 2.5s early: %s, want an advert", got)
+	}
+
+	// Frozen 10 s: probation, one full interval of listening.
+	frozen, fclk := masterMachine(t, testConfig(150, "198.51.100.11"))
+	fclk.advance(10 * time.Second)
+	frozen.TimerFired(TimerAdvert, nil)
+	if frozen.AdvertMayBeEarly() {
+		t.Error("on probation the advert may be early")
+	}
+	fclk.advance(300 * time.Millisecond)
+	if got := describe(frozen.TimerFired(TimerAdvert, nil)); got != "" {
+		t.Errorf("on probation, the timer fired 700ms early acted: %s", got)
+	}
+
 	b, bclk := backupMachine(t, testConfig(100, "198.51.100.11"))
+	if b.AdvertMayBeEarly() {
+		t.Error("a Backup's advert may be early")
+	}
 	bclk.advance(time.Second)
 	if got := describe(b.TimerFired(TimerMasterDown, nil)); got != "" {
 		t.Errorf("a Backup's Master_Down_Timer fired early acted: %s", got)
