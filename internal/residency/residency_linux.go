@@ -48,17 +48,21 @@ func ReleaseExecutable() ([]Region, error) {
 	return released, nil
 }
 
-// releasable: a private mapping of exe, never writable, with no page of its
-// own (a relocated page would be one, and dropping it would lose it).
+// releasable: a private mapping of exe, not writable, with no page of its
+// own, resident or swapped out (a relocated page would be one, and
+// dropping it would lose it). A mapping whose counts smaps did not give is
+// kept.
 func releasable(m mapping, exe string) bool {
-	return m.path == exe && !strings.ContainsRune(m.perms, 'w') && strings.HasSuffix(m.perms, "p") && m.anonymous == 0
+	return m.path == exe && !strings.ContainsRune(m.perms, 'w') && strings.HasSuffix(m.perms, "p") &&
+		m.hasAnonymous && m.hasSwap && m.anonymous == 0 && m.swap == 0
 }
 
 type mapping struct {
-	start, end uint64
-	perms      string
-	path       string
-	anonymous  int64 // kB
+	start, end            uint64
+	perms                 string
+	path                  string
+	anonymous, swap       int64 // kB
+	hasAnonymous, hasSwap bool  // smaps gave them
 }
 
 // parseSmaps reads /proc/PID/smaps: a header line per mapping ("start-end
@@ -72,10 +76,19 @@ func parseSmaps(b []byte) []mapping {
 		if len(f) == 0 {
 			continue
 		}
-		if r, ok := strings.CutSuffix(f[0], ":"); ok {
-			if r == "Anonymous" && len(out) > 0 && len(f) > 1 {
-				n, _ := strconv.ParseInt(f[1], 10, 64)
-				out[len(out)-1].anonymous = n
+		if key, ok := strings.CutSuffix(f[0], ":"); ok {
+			if len(out) == 0 || len(f) < 2 || key != "Anonymous" && key != "Swap" {
+				continue
+			}
+			m := &out[len(out)-1]
+			n, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				n = -1 // unreadable: counts as a page of its own
+			}
+			if key == "Anonymous" {
+				m.anonymous, m.hasAnonymous = n, true
+			} else {
+				m.swap, m.hasSwap = n, true
 			}
 			continue
 		}
