@@ -154,7 +154,28 @@ func (s *vrrpSocket) applyQuietLocked() {
 		s.pool.log.Debug("no room in the kernel to set more adverts aside; the others are read when they come", "interface", s.ifname, "set", n)
 	}
 	qa.wantOrder = qa.wantOrder[:n]
+	// A pattern cleared while the change waited may have set adverts aside
+	// that nobody reads until its instance's next event: a Master that
+	// took over, for one, would hear its returning predecessor only at its
+	// next advert. Each such instance reads what waits now.
+	for _, v := range qa.order {
+		if _, kept := qa.want[v]; !kept {
+			if in := s.subs[v].Load(); in != nil {
+				in.nudge()
+			}
+		}
+	}
 	qa.order, qa.patterns = slices.Clone(qa.wantOrder), maps.Clone(qa.want)
+}
+
+// nudge makes the instance's loop run soon: it reads what the kernel set
+// aside for it before anything it does (catchUp). A command already queued
+// does the same.
+func (in *instance) nudge() {
+	select {
+	case in.cmds <- func() {}:
+	default:
+	}
 }
 
 // closeQuiet stops a change of the filters still waiting: the socket is

@@ -2,12 +2,15 @@ package daemon
 
 import (
 	"fmt"
+	"log/slog"
 	"net/netip"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/vipd/vipd/config"
+	"github.com/vipd/vipd/transport"
 	"github.com/vipd/vipd/vrrp"
 )
 
@@ -226,5 +229,53 @@ func TestQuietChangesOfManyGroupsApplyTogether(t *testing.T) {
 		if n := c2.filterChanges.Load() - before; n > groups/4 {
 			t.Errorf("the takeover changed the filters %d times for %d groups", n, groups)
 		}
+	})
+}
+
+// A pattern whose clearing waited for the filters' next change (another
+// group had just changed them) may have set adverts aside that nobody
+// reads until the instance's next event; the change nudges the instance so
+// that it reads them at once.
+func TestDeferredClearNudgesItsInstance(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lan := &fakeLAN{quiet: true}
+		conn := lan.listenConn(netip.MustParseAddr("198.51.100.12"), new(atomic.Bool), false)
+		pool := newSocketPool(Env{Now: time.Now}, slog.New(slog.DiscardHandler))
+		s := &vrrpSocket{pool: pool, conn: conn, quiet: newQuietAdverts(conn), closing: make(chan struct{}), done: make(chan struct{}), failed: make(chan struct{})}
+		host := newFakeHost(lan, "198.51.100.12")
+		mk := func(vrid uint8) *instance {
+			in := newInstance(config.Instance{Name: fmt.Sprint(vrid), Interface: "eth0", VRID: vrid, Priority: 100, AdvertInterval: time.Second, VIPs: []netip.Prefix{testVIP}},
+				pools{sockets: pool, announcers: newAnnouncerPool(Env{})}, "", slog.New(slog.DiscardHandler), Env{Now: time.Now, Links: host}, instanceHooks{})
+			s.subs[vrid].Store(in)
+			return in
+		}
+		a, b := mk(1), mk(2)
+		pat := func(vrid uint8) *transport.QuietPattern {
+			return &transport.QuietPattern{Src: netip.MustParseAddr("198.51.100.11"), Payload: []byte{0x31, vrid, 100, 1, 0, 100, 0, 0}}
+		}
+		if !s.setQuiet(1, pat(1)) { // applied at once
+			t.Fatal("pattern 1 refused")
+		}
+		s.setQuiet(2, pat(2)) // within 50 ms: waits
+		s.setQuiet(1, nil)    // so does this clear
+		if len(a.cmds) != 0 || len(b.cmds) != 0 {
+			t.Fatal("nudged before the change was applied")
+		}
+		time.Sleep(quietApplyEvery)
+		synctest.Wait()
+		if len(a.cmds) != 1 {
+			t.Errorf("the instance whose pattern went was nudged %d times, want once", len(a.cmds))
+		}
+		if len(b.cmds) != 0 {
+			t.Errorf("the instance whose pattern was set was nudged %d times", len(b.cmds))
+		}
+		c := conn.(quietFakeConn)
+		lan.mu.Lock()
+		n := len(c.patterns)
+		lan.mu.Unlock()
+		if n != 1 {
+			t.Errorf("%d patterns in the kernel after the change, want 1", n)
+		}
+		s.closeQuiet()
 	})
 }
