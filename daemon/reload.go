@@ -345,9 +345,9 @@ func (in *instance) apply(u *instanceUpdate) {
 		}
 	}
 	now := in.env.Now()
+	in.probeEvery = u.probeEvery // also for a policy built later
 	if in.policy != nil {
-		in.probeEvery = u.probeEvery
-		in.policy.SetConfig(policyConfig(u.cfg, in.ann != nil && in.ann.monitor != nil, in.probeEvery), now)
+		in.policy.SetConfig(policyConfig(u.cfg, in.ann != nil && in.ann.monitor != nil, u.probeEvery), now)
 	}
 	if in.ann != nil {
 		vips := make([]netip.Addr, 0, len(u.cfg.VIPs))
