@@ -326,6 +326,9 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, adopt boo
 	log.Info("starting", "version", version, "config", path, "instances", len(cfg.Instances))
 	err = d.Run(runCtx)
 	if next == nil {
+		// The status line's writer ended with runCtx: the states the
+		// graceful stop left are written here.
+		notifier.Status(summary(d))
 		notifier.Stopping()
 	}
 	stopRun()
