@@ -131,8 +131,6 @@ func (in *instance) publish() {
 	}
 }
 
-// status is called from other goroutines: it reads only what the mutexes or
-// atomics guard.
 // heldVIPs is the link and the VIPs the instance holds now (none when it
 // does not): what the held file needs, without building a whole Status for
 // every instance at every change.
@@ -146,6 +144,8 @@ func (in *instance) heldVIPs() (link string, vips []netip.Prefix) {
 	return in.holder.ifname, vips
 }
 
+// status is called from other goroutines: it reads only what the mutexes or
+// atomics guard.
 func (in *instance) status() Status {
 	in.pubMu.Lock()
 	p := in.pub
