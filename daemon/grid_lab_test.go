@@ -11,6 +11,21 @@ import (
 	"github.com/vipd/vipd/vrrp"
 )
 
+// manyGroups is a host's configuration of n groups on one interface at
+// prio: testInstance's, then VRIDs 1.. with one VIP each (203.0.113.i).
+func manyGroups(n int, prio uint8) *config.Config {
+	cfg := &config.Config{}
+	for i := range n {
+		in := testInstance(prio)
+		if i > 0 {
+			in.Name, in.VRID = fmt.Sprintf("g%d", i), uint8(i)
+			in.VIPs = []netip.Prefix{netip.PrefixFrom(netip.AddrFrom4([4]byte{203, 0, 113, byte(i)}), 32)}
+		}
+		cfg.Instances = append(cfg.Instances, in)
+	}
+	return cfg
+}
+
 // Forty Masters on one socket advertise at three instants an interval
 // (sixteen at most each), not forty; every group still advertises every
 // interval, none later than the interval, and their Backups stay Backups.
@@ -19,17 +34,8 @@ func TestMastersOfOneSocketAdvertiseTogether(t *testing.T) {
 		const groups = 40
 		lan := &fakeLAN{}
 		start := func(addr string, prio uint8) *node {
-			cfg := &config.Config{}
-			for i := range groups {
-				in := testInstance(prio)
-				if i > 0 {
-					in.Name, in.VRID = fmt.Sprintf("g%d", i), uint8(i)
-					in.VIPs = []netip.Prefix{netip.PrefixFrom(netip.AddrFrom4([4]byte{203, 0, 113, byte(i)}), 32)}
-				}
-				cfg.Instances = append(cfg.Instances, in)
-			}
 			h := newFakeHost(lan, addr)
-			return startConfig(t, h, h.env(), cfg)
+			return startConfig(t, h, h.env(), manyGroups(groups, prio))
 		}
 		n1 := start("198.51.100.11", 150)
 		n2 := start("198.51.100.12", 100)
@@ -71,11 +77,8 @@ func TestMastersOfOneSocketAdvertiseTogether(t *testing.T) {
 				t.Errorf("VRID %d: %d adverts in 10 s at 1 s adverts", vrid, n)
 			}
 		}
-		for i := range groups {
-			vip := testVIP
-			if i > 0 {
-				vip = netip.PrefixFrom(netip.AddrFrom4([4]byte{203, 0, 113, byte(i)}), 32)
-			}
+		for i, in := range manyGroups(groups, 150).Instances {
+			vip := in.VIPs[0]
 			if !n1.host.holds(vip) || n2.host.holds(vip) {
 				t.Fatalf("group %d: n1 holds %v, n2 holds %v", i, n1.host.holds(vip), n2.host.holds(vip))
 			}
@@ -90,17 +93,8 @@ func TestProbesOfAnInterfaceAreBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		for _, groups := range []int{1, 40} {
 			lan := &fakeLAN{}
-			cfg := &config.Config{}
-			for i := range groups {
-				in := testInstance(150)
-				if i > 0 {
-					in.Name, in.VRID = fmt.Sprintf("g%d", i), uint8(i)
-					in.VIPs = []netip.Prefix{netip.PrefixFrom(netip.AddrFrom4([4]byte{203, 0, 113, byte(i)}), 32)}
-				}
-				cfg.Instances = append(cfg.Instances, in)
-			}
 			h := newFakeHost(lan, "198.51.100.11")
-			n := startConfig(t, h, h.env(), cfg)
+			n := startConfig(t, h, h.env(), manyGroups(groups, 150))
 			time.Sleep(10 * time.Second)
 			synctest.Wait()
 			n.host.mu.Lock()

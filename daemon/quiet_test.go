@@ -189,17 +189,8 @@ func TestQuietChangesOfManyGroupsApplyTogether(t *testing.T) {
 		const groups = 40
 		lan := &fakeLAN{quiet: true}
 		start := func(addr string, prio uint8) *node {
-			cfg := &config.Config{}
-			for i := range groups {
-				in := testInstance(prio)
-				if i > 0 {
-					in.Name, in.VRID = fmt.Sprintf("g%d", i), uint8(i)
-					in.VIPs = []netip.Prefix{netip.PrefixFrom(netip.AddrFrom4([4]byte{203, 0, 113, byte(i)}), 32)}
-				}
-				cfg.Instances = append(cfg.Instances, in)
-			}
 			h := newFakeHost(lan, addr)
-			return startConfig(t, h, h.env(), cfg)
+			return startConfig(t, h, h.env(), manyGroups(groups, prio))
 		}
 		n1 := start("198.51.100.11", 150)
 		start("198.51.100.12", 100)
