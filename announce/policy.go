@@ -159,10 +159,14 @@ func New(cfg Config, ownMAC string) *Policy {
 	return &Policy{cfg: cfg, ownMAC: ownMAC, logged: map[string]time.Time{}}
 }
 
-// SetConfig applies a reload. A changed refresh period takes effect now.
+// SetConfig applies a reload. A changed refresh period takes effect now;
+// a shorter probe period brings a probe due later than it allows forward.
 func (p *Policy) SetConfig(cfg Config, now time.Time) {
 	old := p.cfg
 	p.cfg = cfg
+	if due := p.due[timerProbe]; p.held && !p.standingDown && cfg.ProbeEvery > 0 && due.After(now.Add(cfg.ProbeEvery)) {
+		p.due[timerProbe] = now.Add(cfg.ProbeEvery)
+	}
 	if !p.held || old.Refresh == cfg.Refresh {
 		return
 	}

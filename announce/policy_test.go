@@ -373,3 +373,24 @@ func TestHandOverAndYield(t *testing.T) {
 		})
 	}
 }
+
+// A reload that shortens the probe period (fewer VIPs on the interface)
+// brings a probe scheduled under the old one forward; a longer period
+// leaves the next probe where it was.
+func TestSetConfigBringsTheProbeForward(t *testing.T) {
+	p := New(testConfig(), macA)
+	slow := testConfig()
+	slow.ProbeEvery = 16 * time.Second
+	p.SetConfig(slow, t0)
+	p.TookOver(t0, nil)
+	now := t0.Add(5 * time.Second)
+	run(p, t0, now)
+	p.SetConfig(testConfig(), now) // 1 s
+	if got, want := p.due[timerProbe], now.Add(time.Second); !got.Equal(want) {
+		t.Errorf("after a reload to 1 s probes the next probe is due at %v, want %v", got.Sub(t0), want.Sub(t0))
+	}
+	p.SetConfig(slow, now)
+	if got, want := p.due[timerProbe], now.Add(time.Second); !got.Equal(want) {
+		t.Errorf("after a reload back to 16 s the next probe is due at %v, want it left at %v", got.Sub(t0), want.Sub(t0))
+	}
+}
