@@ -14,6 +14,13 @@ import (
 	"github.com/vipd/vipd/vrrp"
 )
 
+// patternsSet is how many patterns the fake kernel holds for c.
+func (c *fakeConn) patternsSet() int {
+	c.lan.mu.Lock()
+	defer c.lan.mu.Unlock()
+	return len(c.patterns)
+}
+
 // connOf is the fake socket a node listens on.
 func (l *fakeLAN) connOf(addr string) *fakeConn {
 	l.mu.Lock()
@@ -60,9 +67,7 @@ func TestSteadyAdvertsSetAsideTimedByArrival(t *testing.T) {
 		if age := time.Since(st.Master.At); age > time.Second {
 			t.Errorf("status: Master last seen %v ago, with an advert every second", age)
 		}
-		lan.mu.Lock()
-		steady := len(c2.patterns) == 1
-		lan.mu.Unlock()
+		steady := c2.patternsSet() == 1
 		if !steady {
 			t.Error("the pattern was cleared by a status report")
 		}
@@ -162,9 +167,7 @@ func TestQuietRoomForOnePattern(t *testing.T) {
 		time.Sleep(30 * time.Second)
 		synctest.Wait()
 		c2 := lan.connOf("198.51.100.12")
-		lan.mu.Lock()
-		set := len(c2.patterns)
-		lan.mu.Unlock()
+		set := c2.patternsSet()
 		if set != 1 {
 			t.Errorf("%d patterns set with room for 1", set)
 		}
@@ -197,9 +200,7 @@ func TestQuietChangesOfManyGroupsApplyTogether(t *testing.T) {
 		time.Sleep(20 * time.Second)
 		synctest.Wait()
 		c2 := lan.connOf("198.51.100.12")
-		lan.mu.Lock()
-		set := len(c2.patterns)
-		lan.mu.Unlock()
+		set := c2.patternsSet()
 		if set != groups {
 			t.Fatalf("%d of %d groups set aside while steady", set, groups)
 		}
@@ -211,9 +212,7 @@ func TestQuietChangesOfManyGroupsApplyTogether(t *testing.T) {
 		n1.host.setCarrier(false)
 		time.Sleep(3*time.Second + skewOf(100) + time.Second)
 		synctest.Wait()
-		lan.mu.Lock()
-		set = len(c2.patterns)
-		lan.mu.Unlock()
+		set = c2.patternsSet()
 		if set != 0 {
 			t.Errorf("%d patterns left after all groups took over", set)
 		}
@@ -260,10 +259,7 @@ func TestDeferredClearNudgesItsInstance(t *testing.T) {
 		if len(b.cmds) != 0 {
 			t.Errorf("the instance whose pattern was set was nudged %d times", len(b.cmds))
 		}
-		c := conn.(quietFakeConn)
-		lan.mu.Lock()
-		n := len(c.patterns)
-		lan.mu.Unlock()
+		n := conn.(quietFakeConn).patternsSet()
 		if n != 1 {
 			t.Errorf("%d patterns in the kernel after the change, want 1", n)
 		}
