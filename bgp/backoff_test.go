@@ -88,3 +88,28 @@ func TestBackoffSessionUpWhilePaused(t *testing.T) {
 		t.Errorf("our own reset of an established session paused the peer: %v", pause)
 	}
 }
+
+// A router's NOTIFICATION that overtakes its OPEN leaves GoBGP in OpenSent
+// with a message it did not expect: it answers with an FSM error and no
+// state change we are told of fails the attempt. That attempt failed all
+// the same and pauses the peer (seen in CI: GoBGP redialled 2 s later).
+// Our cease is no failed attempt, wherever the session was.
+func TestBackoffCountsOurNotificationsDuringTheOpenExchange(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		sent  string
+		pause bool
+	}{
+		{"sent NOTIFICATION code 5(fsm) subcode 1(receive unexpected message in opensent state)", true},
+		{"sent NOTIFICATION code 4(hold timer expired) subcode 0(undefined)", true},
+		{"sent NOTIFICATION code 2(open) subcode 2(bad peer as)", true},
+		{"sent NOTIFICATION code 6(cease) subcode 7(connection collision resolution)", false},
+	} {
+		s, _ := newTestSpeaker(t, validConfig())
+		s.peerEvent(peerEvent(routerA, bgp.BGP_FSM_OPENSENT, api.PeerState_DISCONNECT_REASON_UNSPECIFIED, ""), t0)
+		s.failedOutsideSession(routerA.String(), c.sent)
+		if pause, _, _ := s.retryWork(t0); (len(pause) == 1) != c.pause {
+			t.Errorf("%s in opensent: paused %v, want %v", c.sent, pause, c.pause)
+		}
+	}
+}

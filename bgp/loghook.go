@@ -20,6 +20,10 @@ type gobgpHandler struct {
 	onFailure func(peer, what string)
 }
 
+// sentNotification opens what onFailure is told of a NOTIFICATION GoBGP
+// sent; its code follows.
+const sentNotification = "sent NOTIFICATION "
+
 // GoBGP's message and attribute names (pkg/server/fsm.go, peer.go).
 const (
 	gobgpConnectFailed = "failed to connect"
@@ -55,7 +59,7 @@ func (h *gobgpHandler) Handle(ctx context.Context, r slog.Record) error {
 				}
 				return true
 			})
-			h.onFailure(h.peer, "sent NOTIFICATION "+bgp.NewNotificationErrorCode(uint8(code), uint8(sub)).String())
+			h.onFailure(h.peer, sentNotification+bgp.NewNotificationErrorCode(uint8(code), uint8(sub)).String())
 		}
 	}
 	if r.Message == gobgpStopFailed {

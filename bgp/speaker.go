@@ -614,10 +614,12 @@ func (s *Speaker) failedOutsideSession(peer, what string) {
 	if changed {
 		st.lastError = what
 	}
-	// A connection that failed or an OPEN refused is a failed attempt;
-	// another NOTIFICATION we sent (a cease when BFD ends a session that
-	// was up) is not.
-	if ok && st.state != bgp.BGP_FSM_ESTABLISHED && (strings.HasPrefix(what, "connect:") || strings.Contains(what, "code 2(open)")) {
+	// A connection that failed or a NOTIFICATION we sent before the
+	// session came up (an OPEN refused, the router's NOTIFICATION ahead of
+	// its OPEN, no OPEN in time) is a failed attempt; a cease (BFD ending a
+	// session that was up, a collision resolved) is not.
+	notif := strings.HasPrefix(what, sentNotification) && !strings.HasPrefix(what, sentNotification+"code 6(")
+	if ok && st.state != bgp.BGP_FSM_ESTABLISHED && (strings.HasPrefix(what, "connect:") || notif) {
 		s.attemptFailed(st)
 	}
 	s.stMu.Unlock()
