@@ -37,6 +37,9 @@ type Quieter interface {
 // always read at once.
 const MaxQuietPayload = 56
 
+// minQuietPayload is a VRRP header's length.
+const minQuietPayload = 8
+
 // Offsets in the IPv4 datagram a raw socket's filter sees.
 const (
 	offIPVersionIHL = 0
@@ -49,29 +52,122 @@ const (
 	bpfMaxInsns     = 4096
 )
 
-// quietMatch appends the checks that p matches: a plain IPv4 header with
-// TTL 255 from p.Src, of p's length, carrying p.Payload word by word. Each
-// failed check jumps to the instruction after the block (the next
-// pattern's), which then runs onMatch.
-func quietMatch(prog []bpf.Instruction, p QuietPattern, onMatch bpf.Instruction) []bpf.Instruction {
+// quietBlock appends the checks that p matches, once the program's head
+// has checked a plain IPv4 header with TTL 255 and word 0 of the VRRP packet
+// and put the source, the total length and the VRRP packet's other words in
+// scratch memory: the source, the length, then the rest of p.Payload word
+// by word, none of it read from the packet again. A failed check jumps past
+// the block (the next pattern's, or the "no match" after the last); a match
+// returns onMatch.
+func quietBlock(prog []bpf.Instruction, p QuietPattern, onMatch bpf.Instruction) []bpf.Instruction {
 	type check struct {
-		load bpf.Instruction
+		slot int
 		val  uint32
 	}
 	checks := []check{
-		{bpf.LoadAbsolute{Off: offIPVersionIHL, Size: 1}, ipv4PlainHeader},
-		{bpf.LoadAbsolute{Off: offIPTTL, Size: 1}, 255},
-		{bpf.LoadAbsolute{Off: offIPSrc, Size: 4}, binary.BigEndian.Uint32(p.Src.AsSlice())},
-		{bpf.LoadAbsolute{Off: offIPTotalLen, Size: 2}, uint32(headerLen + len(p.Payload))},
+		{scratchSrc, binary.BigEndian.Uint32(p.Src.AsSlice())},
+		{scratchLen, uint32(headerLen + len(p.Payload))},
 	}
-	for off := 0; off+4 <= len(p.Payload); off += 4 {
-		checks = append(checks, check{bpf.LoadAbsolute{Off: uint32(headerLen + off), Size: 4}, binary.BigEndian.Uint32(p.Payload[off:])})
+	for w := 1; 4*w+4 <= len(p.Payload); w++ {
+		checks = append(checks, check{scratchWord(w), binary.BigEndian.Uint32(p.Payload[4*w:])})
 	}
 	for i, c := range checks {
 		left := len(checks) - i - 1 // checks after this one
-		prog = append(prog, c.load, bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: c.val, SkipTrue: uint8(2*left + 1)})
+		prog = append(prog, bpf.LoadScratch{Dst: bpf.RegA, N: c.slot}, bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: c.val, SkipTrue: uint8(2*left + 1)})
 	}
 	return append(prog, onMatch)
+}
+
+// Scratch memory of the quiet programs: the source, the total length, and
+// words 1 to 13 of the VRRP packet (word 0 is the dispatch's).
+const (
+	scratchSrc     = 0
+	scratchLen     = 1
+	scratchPayload = 2
+	payloadWords   = MaxQuietPayload / 4
+)
+
+func scratchWord(w int) int { return scratchPayload + w - 1 }
+
+// quietHead checks what all patterns share (a plain IPv4 header, TTL 255,
+// room for a VRRP header), keeps the source, the length and as many of the
+// VRRP packet's words as it has in scratch memory, and leaves word 0
+// (version, type, VRID, priority, count) in A for the dispatch: every
+// byte is loaded from the packet once per datagram, not once per pattern,
+// which keeps the program small in the kernel (a packet load is a dozen
+// instructions there, charged to net.core.optmem_max) and cheap to run.
+func quietHead(noMatch bpf.Instruction) []bpf.Instruction {
+	// The kernel refuses a program that may read scratch memory it did not
+	// write: the words a short datagram lacks read as 0 (its length
+	// check fails first).
+	prog := []bpf.Instruction{bpf.LoadConstant{Dst: bpf.RegA, Val: 0}}
+	for w := 1; w < payloadWords; w++ {
+		prog = append(prog, bpf.StoreScratch{Src: bpf.RegA, N: scratchWord(w)})
+	}
+	prog = append(prog,
+		bpf.LoadAbsolute{Off: offIPVersionIHL, Size: 1},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: ipv4PlainHeader, SkipTrue: 1},
+		noMatch,
+		bpf.LoadAbsolute{Off: offIPTTL, Size: 1},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: 255, SkipTrue: 1},
+		noMatch,
+		bpf.LoadAbsolute{Off: offIPTotalLen, Size: 2},
+		bpf.StoreScratch{Src: bpf.RegA, N: scratchLen},
+		bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: headerLen + minQuietPayload, SkipTrue: 1},
+		noMatch,
+		bpf.LoadAbsolute{Off: offIPSrc, Size: 4},
+		bpf.StoreScratch{Src: bpf.RegA, N: scratchSrc},
+	)
+	// Words 1.. as far as the datagram goes: each step is four
+	// instructions, and a datagram that ends skips the rest.
+	for w := 1; w < payloadWords; w++ {
+		left := payloadWords - w - 1 // steps after this one
+		prog = append(prog,
+			bpf.LoadScratch{Dst: bpf.RegA, N: scratchLen},
+			bpf.JumpIf{Cond: bpf.JumpLessThan, Val: uint32(headerLen + 4*w + 4), SkipTrue: uint8(4*left + 2)},
+			bpf.LoadAbsolute{Off: uint32(headerLen + 4*w), Size: 4},
+			bpf.StoreScratch{Src: bpf.RegA, N: scratchWord(w)})
+	}
+	return append(prog, bpf.LoadAbsolute{Off: headerLen, Size: 4})
+}
+
+// quietProgram is one filter for patterns: the head, a dispatch on word 0
+// (one comparison per distinct word 0, which a VRID and priority make
+// unique but for a pattern replaced by one of the same priority), then per
+// word 0 the blocks of its patterns. An advert of no pattern costs the
+// head's loads and the dispatch's comparisons, not a load per pattern.
+func quietProgram(patterns []QuietPattern, onMatch, noMatch bpf.Instruction) []bpf.Instruction {
+	var word0s []uint32
+	byWord0 := map[uint32][]QuietPattern{}
+	for _, p := range patterns {
+		w := binary.BigEndian.Uint32(p.Payload)
+		if _, ok := byWord0[w]; !ok {
+			word0s = append(word0s, w)
+		}
+		byWord0[w] = append(byWord0[w], p)
+	}
+	blocks := make([][]bpf.Instruction, len(word0s))
+	for i, w := range word0s {
+		for _, p := range byWord0[w] {
+			blocks[i] = quietBlock(blocks[i], p, onMatch)
+		}
+		blocks[i] = append(blocks[i], noMatch)
+	}
+	prog := quietHead(noMatch)
+	// Entry i jumps over the entries after it, the "no match" after them
+	// and the blocks before its own.
+	before := 0
+	for i, w := range word0s {
+		prog = append(prog,
+			bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: w, SkipTrue: 1},
+			bpf.Jump{Skip: uint32(2*(len(word0s)-i-1) + 1 + before)})
+		before += len(blocks[i])
+	}
+	prog = append(prog, noMatch)
+	for _, b := range blocks {
+		prog = append(prog, b...)
+	}
+	return prog
 }
 
 func (p QuietPattern) equal(q QuietPattern) bool {
@@ -80,7 +176,7 @@ func (p QuietPattern) equal(q QuietPattern) bool {
 
 // quietable says whether p can be a pattern.
 func quietable(p QuietPattern) bool {
-	return p.Src.Is4() && len(p.Payload) >= 8 && len(p.Payload) <= MaxQuietPayload && len(p.Payload)%4 == 0
+	return p.Src.Is4() && len(p.Payload) >= minQuietPayload && len(p.Payload) <= MaxQuietPayload && len(p.Payload)%4 == 0
 }
 
 // quietPrograms returns the two filters for patterns: main keeps what
@@ -88,21 +184,27 @@ func quietable(p QuietPattern) bool {
 // the kernel's limit are left out (their adverts are read at once), and
 // so are patterns that cannot be one.
 func quietPrograms(patterns []QuietPattern) (main, quiet []bpf.Instruction, used int) {
+	var ps []QuietPattern
+	size := len(quietHead(bpf.RetConstant{})) + 1 // and the dispatch's "no match"
+	word0s := map[uint32]bool{}
 	for _, p := range patterns {
 		if !quietable(p) {
 			continue
 		}
-		block := quietMatch(nil, p, bpf.RetConstant{})
-		if len(main)+len(block)+1 > bpfMaxInsns {
+		n := len(quietBlock(nil, p, bpf.RetConstant{}))
+		if w := binary.BigEndian.Uint32(p.Payload); !word0s[w] {
+			n += 3 // its dispatch entry and its block's "no match"
+		}
+		if size+n > bpfMaxInsns {
 			break
 		}
-		main = quietMatch(main, p, bpf.RetConstant{Val: 0})
-		quiet = quietMatch(quiet, p, bpf.RetConstant{Val: keepDatagram})
-		used++
+		size += n
+		word0s[binary.BigEndian.Uint32(p.Payload)] = true
+		ps = append(ps, p)
 	}
-	main = append(main, bpf.RetConstant{Val: keepDatagram})
-	quiet = append(quiet, bpf.RetConstant{Val: 0})
-	return main, quiet, used
+	main = quietProgram(ps, bpf.RetConstant{Val: 0}, bpf.RetConstant{Val: keepDatagram})
+	quiet = quietProgram(ps, bpf.RetConstant{Val: keepDatagram}, bpf.RetConstant{Val: 0})
+	return main, quiet, len(ps)
 }
 
 // arrivalAge is how long ago a datagram arrived, from its kernel time stamp

@@ -194,7 +194,7 @@ func (c *ipv4Conn) openQuiet() (*quietSocket, error) {
 // kernel granted holds: an advert dropped there for want of room would be
 // the latest, and its Backup would take over.
 const (
-	quietBuffer          = 4 << 20
+	quietBuffer          = 8 << 20
 	quietBytesPerPattern = 12 * 4096
 )
 

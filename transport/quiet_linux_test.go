@@ -2,6 +2,7 @@ package transport
 
 import (
 	"errors"
+	"net/netip"
 	"os"
 	"testing"
 	"time"
@@ -84,16 +85,52 @@ func TestQuietAdvertsWaitAside(t *testing.T) {
 	}
 }
 
-// More patterns than the kernel takes (its option memory for filters, the
-// buffer it granted): SetQuiet sets the first ones, says how many, and the
-// rest are read at once.
-func TestQuietTakesWhatFits(t *testing.T) {
+// An interface's every VRID, one VIP each (the N-groups case): the kernel
+// takes all 255 patterns, and each group's advert is set aside.
+func TestQuietTakesEveryGroup(t *testing.T) {
 	l := newLab(t, 2)
 	a, b := listenOn(t, l, 1, false), listenOn(t, l, 2, false)
 	q := b.(Quieter)
 	var ps []QuietPattern
 	for vrid := 1; vrid <= 255; vrid++ {
 		ps = append(ps, QuietPattern{Src: l.NodeAddr(1), Payload: encodeAdvert(t, l.NodeAddr(1), vrrp.GroupIPv4, uint8(vrid), 100)})
+	}
+	n, err := q.SetQuiet(ps)
+	if err != nil || n != len(ps) {
+		t.Fatalf("SetQuiet of %d patterns: %d, %v; want all", len(ps), n, err)
+	}
+	for _, p := range ps {
+		if err := a.WriteTo(p.Payload, vrrp.GroupIPv4); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	aside := map[string]bool{}
+	q.ReadQuiet(func(p []byte, _ PacketInfo, _ time.Time) { aside[string(p)] = true })
+	if len(aside) != len(ps) {
+		t.Errorf("%d of %d groups' adverts set aside", len(aside), len(ps))
+	}
+}
+
+// More patterns than the kernel takes (a program's instructions, its
+// option memory for filters, the buffer it granted): SetQuiet sets the
+// first ones, says how many, and the rest are read at once.
+func TestQuietTakesWhatFits(t *testing.T) {
+	l := newLab(t, 2)
+	a, b := listenOn(t, l, 1, false), listenOn(t, l, 2, false)
+	q := b.(Quieter)
+	var vips []netip.Addr
+	for i := range 12 {
+		vips = append(vips, netip.AddrFrom4([4]byte{192, 0, 2, byte(10 + i)}))
+	}
+	var ps []QuietPattern
+	for vrid := 1; vrid <= 255; vrid++ {
+		adv := vrrp.Advertisement{VRID: uint8(vrid), Priority: 100, Interval: time.Second, Addresses: vips}
+		p, err := adv.Append(nil, l.NodeAddr(1), vrrp.GroupIPv4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, QuietPattern{Src: l.NodeAddr(1), Payload: p})
 	}
 	n, err := q.SetQuiet(ps)
 	if err != nil || n < 1 || n >= len(ps) {
