@@ -40,26 +40,36 @@ type hookRunner struct {
 	queue     chan hookRun
 	done      chan struct{}
 	abandoned atomic.Bool
+	wg        *sync.WaitGroup
+	// started: the runner's goroutine exists. Most instances never run a
+	// hook: theirs starts at the first hook or at close.
+	started sync.Once
 }
 
-// newHookRunner starts a runner; wg, if not nil, counts it until its last
+// newHookRunner makes a runner; wg, if not nil, counts it until its last
 // hook has run, so that the daemon's final stop waits for the stop hooks.
 func newHookRunner(log *slog.Logger, wg *sync.WaitGroup) *hookRunner {
-	h := &hookRunner{log: log, queue: make(chan hookRun, hookQueue), done: make(chan struct{})}
+	h := &hookRunner{log: log, queue: make(chan hookRun, hookQueue), done: make(chan struct{}), wg: wg}
 	if wg != nil {
 		wg.Add(1)
 	}
-	go func() {
-		if wg != nil {
-			defer wg.Done()
-		}
-		h.loop()
-	}()
 	return h
+}
+
+func (h *hookRunner) start() {
+	h.started.Do(func() {
+		go func() {
+			if h.wg != nil {
+				defer h.wg.Done()
+			}
+			h.loop()
+		}()
+	})
 }
 
 // enqueue never blocks: when the queue is full the hook is dropped, loudly.
 func (h *hookRunner) enqueue(r hookRun) {
+	h.start()
 	select {
 	case h.queue <- r:
 	default:
@@ -69,13 +79,17 @@ func (h *hookRunner) enqueue(r hookRun) {
 
 // close lets what is queued run (each bounded by its timeout) without
 // waiting for it.
-func (h *hookRunner) close() { close(h.queue) }
+func (h *hookRunner) close() {
+	h.start()
+	close(h.queue)
+}
 
 // abandon drops the hooks not started yet, saying so: the process is about
 // to be replaced (a re-exec) and its successor must not wait for them. A
 // hook that runs now goes on in its own process group.
 func (h *hookRunner) abandon() {
 	h.abandoned.Store(true)
+	h.start()
 	close(h.queue)
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -274,5 +275,30 @@ func TestHookBackgroundChildDoesNotHoldTheRunner(t *testing.T) {
 	}
 	if log.count("notify hook done", "event=backup") != 1 {
 		t.Errorf("the next hook did not finish:\n%s", log)
+	}
+}
+
+// Most instances never run a hook: their runner holds no goroutine until
+// the first, and closing it still ends it, so the daemon's final stop
+// does not wait for a runner that never ran.
+func TestHookRunnerWithoutHooksHoldsNoGoroutine(t *testing.T) {
+	var wg sync.WaitGroup
+	before := runtime.NumGoroutine()
+	runners := make([]*hookRunner, 64)
+	for i := range runners {
+		runners[i] = newHookRunner(slog.New(slog.DiscardHandler), &wg)
+	}
+	if n := runtime.NumGoroutine() - before; n > 0 {
+		t.Errorf("64 idle runners hold %d goroutines", n)
+	}
+	for _, h := range runners {
+		h.close()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the final stop still waits for runners that never ran a hook")
 	}
 }
