@@ -24,7 +24,6 @@ import (
 	"github.com/vipd/vipd/daemon"
 	"github.com/vipd/vipd/hoststat"
 	"github.com/vipd/vipd/internal/ktimer"
-	"github.com/vipd/vipd/internal/residency"
 	"github.com/vipd/vipd/metrics"
 	"github.com/vipd/vipd/ndp"
 	"github.com/vipd/vipd/netif"
@@ -150,6 +149,7 @@ type upgrade struct {
 func serve(path string, cfg *config.Config, handover *daemon.Handover, adopt bool, level *slog.LevelVar, log *slog.Logger) (int, *upgrade) {
 	notifier := systemd.NewNotifier(log)
 	line := newStatusLine()
+	rest := newRestWatch()
 
 	// The control socket first: a second daemon with the same socket must
 	// stop here, before it touches any address.
@@ -230,6 +230,7 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, adopt boo
 				m.Transition(instance, tr.From.String(), tr.To.String())
 			}
 			line.mark()
+			rest.mark()
 		},
 		HeldFile:       heldFile(cfg),
 		OnConflict:     m.Conflict,
@@ -273,13 +274,6 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, adopt boo
 		case <-d.Ready():
 			notifier.Ready(summary(d))
 			log.Info("ready: every instance has joined its group")
-			// Start-up is over: what stays mapped of the binary is what
-			// the daemon runs at rest.
-			if r, err := residency.ReleaseExecutable(); err != nil {
-				log.Debug("the start-up pages of the binary stay mapped", "error", err)
-			} else {
-				log.Debug("released the start-up pages of the binary", "mappings", len(r))
-			}
 		case <-runCtx.Done():
 		}
 		return nil
@@ -288,6 +282,7 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, adopt boo
 		line.run(runCtx, statusLineEvery, func() { notifier.Status(summary(d)) })
 		return nil
 	})
+	g.Go(func() error { rest.run(runCtx, restAfter, func() { releaseAtRest(log) }); return nil })
 	g.Go(func() error { keepRealtime(runCtx, cfg.Global, log); return nil })
 	if interval, ok := notifier.WatchdogInterval(); ok {
 		g.Go(func() error { watchdog(runCtx, d, notifier, interval, log); return nil })
