@@ -41,15 +41,15 @@ type hookRunner struct {
 	done      chan struct{}
 	abandoned atomic.Bool
 	wg        *sync.WaitGroup
-	// started: the runner's goroutine exists. Most instances never run a
-	// hook: theirs starts at the first hook or at close.
+	// started: the runner's goroutine and queue exist. Most instances
+	// never run a hook: theirs start at the first hook or at close.
 	started sync.Once
 }
 
 // newHookRunner makes a runner; wg, if not nil, counts it until its last
 // hook has run, so that the daemon's final stop waits for the stop hooks.
 func newHookRunner(log *slog.Logger, wg *sync.WaitGroup) *hookRunner {
-	h := &hookRunner{log: log, queue: make(chan hookRun, hookQueue), done: make(chan struct{}), wg: wg}
+	h := &hookRunner{log: log, done: make(chan struct{}), wg: wg}
 	if wg != nil {
 		wg.Add(1)
 	}
@@ -58,6 +58,7 @@ func newHookRunner(log *slog.Logger, wg *sync.WaitGroup) *hookRunner {
 
 func (h *hookRunner) start() {
 	h.started.Do(func() {
+		h.queue = make(chan hookRun, hookQueue)
 		go func() {
 			if h.wg != nil {
 				defer h.wg.Done()

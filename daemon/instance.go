@@ -23,6 +23,11 @@ import (
 // address when no link event arrives.
 const waitRetry = time.Second
 
+// claimQueue bounds the claims of a second owner waiting for an instance:
+// a claimant repeats itself, so in a storm the next one will do, and each
+// waiting claim costs memory in every instance.
+const claimQueue = 8
+
 // counters are read by status while the instance runs.
 type counters struct {
 	advertsSent     atomic.Uint64
@@ -176,7 +181,7 @@ func newInstance(ic config.Instance, pools pools, stateDir string, log *slog.Log
 		ready:          make(chan struct{}),
 		stopped:        make(chan struct{}),
 		packets:        make(chan *received, 64),
-		claims:         make(chan arp.Claim, 64),
+		claims:         make(chan arp.Claim, claimQueue),
 		drops:          newDropLog(dropLogPerSource, dropLogPerReason, dropLogWindow),
 	}
 	in.filter.Store(&readFilter{peers: ic.UnicastPeers})
