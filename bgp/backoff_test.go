@@ -1,6 +1,7 @@
 package bgp
 
 import (
+	"log/slog"
 	"net/netip"
 	"slices"
 	"testing"
@@ -31,14 +32,14 @@ func TestBackoffPausesAndResumes(t *testing.T) {
 
 	now := t0
 	for i, want := range []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second, 30 * time.Second} {
-		s.failedOutsideSession(routerA.String(), refused)
+		s.failedOutsideSession(routerA.String(), refused, true)
 		s.peerEvent(peerEvent(routerA, bgp.BGP_FSM_IDLE, api.PeerState_DISCONNECT_REASON_NOTIFICATION_RECEIVED, "notification-received"), now)
 		pause, resume, next := s.retryWork(now)
 		if !slices.Equal(pause, []netip.Addr{routerA}) || len(resume) != 0 || next.Sub(now) != want {
 			t.Fatalf("failure %d: pause %v resume %v next %v; want a pause of %v", i+1, pause, resume, next.Sub(now), want)
 		}
 		// Failures while paused (the router dialling us) do not count.
-		s.failedOutsideSession(routerA.String(), refused)
+		s.failedOutsideSession(routerA.String(), refused, true)
 		if p, _, _ := s.retryWork(now.Add(time.Second)); len(p) != 0 {
 			t.Fatalf("failure %d: paused again while paused", i+1)
 		}
@@ -72,7 +73,7 @@ func TestBackoffPausesAndResumes(t *testing.T) {
 func TestBackoffSessionUpWhilePaused(t *testing.T) {
 	s, _ := newTestSpeaker(t, validConfig())
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s.failedOutsideSession(routerA.String(), "connect: dial tcp 198.51.100.1:179: connect: connection refused")
+	s.failedOutsideSession(routerA.String(), "connect: dial tcp 198.51.100.1:179: connect: connection refused", true)
 	pause, _, next := s.retryWork(t0)
 	if len(pause) != 1 {
 		t.Fatalf("pause %v", pause)
@@ -83,33 +84,41 @@ func TestBackoffSessionUpWhilePaused(t *testing.T) {
 	}
 	s.peerEvent(peerEvent(routerA, bgp.BGP_FSM_ESTABLISHED, api.PeerState_DISCONNECT_REASON_UNSPECIFIED, ""), next)
 	s.peerEvent(peerEvent(routerA, bgp.BGP_FSM_ACTIVE, api.PeerState_DISCONNECT_REASON_IDLE_TIMER_EXPIRED, "idle-hold-timer-expired"), next)
-	s.failedOutsideSession(routerA.String(), "sent NOTIFICATION code 6(cease) subcode 4(administrative reset)")
+	s.failedOutsideSession(routerA.String(), "sent NOTIFICATION code 6(cease) subcode 4(administrative reset)", false)
 	if pause, _, _ := s.retryWork(next.Add(time.Second)); len(pause) != 0 {
 		t.Errorf("our own reset of an established session paused the peer: %v", pause)
 	}
 }
 
-// A router's NOTIFICATION that overtakes its OPEN leaves GoBGP in OpenSent
-// with a message it did not expect: it answers with an FSM error and no
-// state change we are told of fails the attempt. That attempt failed all
-// the same and pauses the peer (seen in CI: GoBGP redialled 2 s later).
-// Our cease is no failed attempt, wherever the session was.
-func TestBackoffCountsOurNotificationsDuringTheOpenExchange(t *testing.T) {
+// GoBGP's outgoing connection fails on its own, with no state change of
+// the session: a router's NOTIFICATION that overtakes its OPEN gets an FSM
+// error back (seen in CI: GoBGP redialled 2 s later, unpaused), so does no
+// OPEN in time, and a refused OPEN. Each is a failed attempt while the
+// session waits; the same NOTIFICATION while the session comes up on the
+// router's connection (OpenSent, OpenConfirm) or is up is not, nor is a
+// cease.
+func TestBackoffCountsNotificationsOfTheOutgoingConnection(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, c := range []struct {
-		sent  string
-		pause bool
+		session    bgp.FSMState
+		code, sub  int
+		wantPaused bool
 	}{
-		{"sent NOTIFICATION code 5(fsm) subcode 1(receive unexpected message in opensent state)", true},
-		{"sent NOTIFICATION code 4(hold timer expired) subcode 0(undefined)", true},
-		{"sent NOTIFICATION code 2(open) subcode 2(bad peer as)", true},
-		{"sent NOTIFICATION code 6(cease) subcode 7(connection collision resolution)", false},
+		{bgp.BGP_FSM_ACTIVE, 5, 1, true},
+		{bgp.BGP_FSM_CONNECT, 4, 0, true},
+		{bgp.BGP_FSM_ACTIVE, 2, 2, true},
+		{bgp.BGP_FSM_ACTIVE, 6, 4, false},
+		{bgp.BGP_FSM_OPENSENT, 5, 1, false},
+		{bgp.BGP_FSM_OPENCONFIRM, 5, 1, false},
+		{bgp.BGP_FSM_ESTABLISHED, 3, 1, false},
 	} {
 		s, _ := newTestSpeaker(t, validConfig())
-		s.peerEvent(peerEvent(routerA, bgp.BGP_FSM_OPENSENT, api.PeerState_DISCONNECT_REASON_UNSPECIFIED, ""), t0)
-		s.failedOutsideSession(routerA.String(), c.sent)
-		if pause, _, _ := s.retryWork(t0); (len(pause) == 1) != c.pause {
-			t.Errorf("%s in opensent: paused %v, want %v", c.sent, pause, c.pause)
+		s.peerEvent(peerEvent(routerA, c.session, api.PeerState_DISCONNECT_REASON_UNSPECIFIED, ""), t0)
+		h := &gobgpHandler{next: slog.DiscardHandler, onFailure: s.failedOutsideSession}
+		slog.New(h).With(slog.String(gobgpKeyAttr, routerA.String())).Info(gobgpSentNotif,
+			slog.String(gobgpStateAttr, c.session.String()), slog.Int(gobgpCodeAttr, c.code), slog.Int(gobgpSubcodeAttr, c.sub))
+		if pause, _, _ := s.retryWork(t0); (len(pause) == 1) != c.wantPaused {
+			t.Errorf("NOTIFICATION %d/%d sent in %v: paused %v, want %v", c.code, c.sub, c.session, pause, c.wantPaused)
 		}
 	}
 }

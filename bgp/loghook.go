@@ -14,10 +14,15 @@ import (
 type gobgpHandler struct {
 	next slog.Handler
 	peer string // GoBGP's "Key" attribute: the peer's address
-	// onFailure receives a failure GoBGP reports only in its log: a
-	// connect attempt that failed, a NOTIFICATION it sent while no session
-	// existed (a bad OPEN from the peer, such as the wrong ASN).
-	onFailure func(peer, what string)
+	// onFailure receives a failure GoBGP reports in its log: a connect
+	// attempt that failed, a NOTIFICATION it sent. attempt says that the
+	// failure ended an attempt to open the session which GoBGP reports no
+	// state change for: a connect, or a NOTIFICATION on its outgoing
+	// connection while the session itself still waits (idle, connect,
+	// active), not a cease. One the session's own FSM sent (OpenSent and
+	// after) comes with a state change, and one on the outgoing connection
+	// while the session comes up on the router's must not pause it.
+	onFailure func(peer, what string, attempt bool)
 }
 
 // sentNotification opens what onFailure is told of a NOTIFICATION GoBGP
@@ -33,6 +38,7 @@ const (
 	gobgpErrorAttr     = "Error"
 	gobgpCodeAttr      = "Code"
 	gobgpSubcodeAttr   = "Subcode"
+	gobgpStateAttr     = "State"
 )
 
 func (h *gobgpHandler) Enabled(context.Context, slog.Level) bool { return true }
@@ -43,15 +49,18 @@ func (h *gobgpHandler) Handle(ctx context.Context, r slog.Record) error {
 		case gobgpConnectFailed:
 			r.Attrs(func(a slog.Attr) bool {
 				if a.Key == gobgpErrorAttr {
-					h.onFailure(h.peer, "connect: "+a.Value.String())
+					h.onFailure(h.peer, "connect: "+a.Value.String(), true)
 					return false
 				}
 				return true
 			})
 		case gobgpSentNotif:
 			var code, sub int64
+			var state string
 			r.Attrs(func(a slog.Attr) bool {
 				switch a.Key {
+				case gobgpStateAttr:
+					state = a.Value.String()
 				case gobgpCodeAttr:
 					code = a.Value.Int64()
 				case gobgpSubcodeAttr:
@@ -59,7 +68,8 @@ func (h *gobgpHandler) Handle(ctx context.Context, r slog.Record) error {
 				}
 				return true
 			})
-			h.onFailure(h.peer, sentNotification+bgp.NewNotificationErrorCode(uint8(code), uint8(sub)).String())
+			waiting := state == bgp.BGP_FSM_IDLE.String() || state == bgp.BGP_FSM_CONNECT.String() || state == bgp.BGP_FSM_ACTIVE.String()
+			h.onFailure(h.peer, sentNotification+bgp.NewNotificationErrorCode(uint8(code), uint8(sub)).String(), waiting && code != bgp.BGP_ERROR_CEASE)
 		}
 	}
 	if r.Message == gobgpStopFailed {

@@ -592,10 +592,10 @@ func (s *Speaker) peerEvent(ev *apiutil.WatchEventMessage_PeerEvent, at time.Tim
 	}
 }
 
-// failedOutsideSession records a failure that GoBGP retries without a
-// state change (a connect attempt, a peer's OPEN refused); a line is
-// logged when the error changes, not at every retry.
-func (s *Speaker) failedOutsideSession(peer, what string) {
+// failedOutsideSession records a failure GoBGP reported in its log (see
+// gobgpHandler.onFailure); an attempt ends in a pause unless the session
+// is up. A line is logged when the error changes, not at every retry.
+func (s *Speaker) failedOutsideSession(peer, what string, attempt bool) {
 	a, err := netip.ParseAddr(peer)
 	if err != nil {
 		return
@@ -614,12 +614,7 @@ func (s *Speaker) failedOutsideSession(peer, what string) {
 	if changed {
 		st.lastError = what
 	}
-	// A connection that failed or a NOTIFICATION we sent before the
-	// session came up (an OPEN refused, the router's NOTIFICATION ahead of
-	// its OPEN, no OPEN in time) is a failed attempt; a cease (BFD ending a
-	// session that was up, a collision resolved) is not.
-	notif := strings.HasPrefix(what, sentNotification) && !strings.HasPrefix(what, sentNotification+"code 6(")
-	if ok && st.state != bgp.BGP_FSM_ESTABLISHED && (strings.HasPrefix(what, "connect:") || notif) {
+	if ok && attempt && st.state != bgp.BGP_FSM_ESTABLISHED {
 		s.attemptFailed(st)
 	}
 	s.stMu.Unlock()

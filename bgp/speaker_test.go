@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"runtime"
@@ -218,7 +219,7 @@ func TestPeerEvents(t *testing.T) {
 	// Failures outside a session: logged when they change, not per retry.
 	logs.Reset()
 	for range 3 {
-		s.failedOutsideSession("198.51.100.1", "connect: dial tcp 198.51.100.1:179: connect: connection refused")
+		s.failedOutsideSession("198.51.100.1", "connect: dial tcp 198.51.100.1:179: connect: connection refused", true)
 	}
 	if n := strings.Count(logs.String(), "retrying"); n != 1 {
 		t.Errorf("%d log lines for three identical failures, want 1:\n%s", n, logs)
@@ -231,14 +232,14 @@ func TestPeerEvents(t *testing.T) {
 func TestGoBGPHandler(t *testing.T) {
 	var buf bytes.Buffer
 	var got []string
-	h := &gobgpHandler{next: slog.NewTextHandler(&buf, nil), onFailure: func(p, what string) { got = append(got, p+" "+what) }}
+	h := &gobgpHandler{next: slog.NewTextHandler(&buf, nil), onFailure: func(p, what string, attempt bool) { got = append(got, fmt.Sprint(p, " ", what, " ", attempt)) }}
 	log := slog.New(h).With(slog.String("Topic", "Peer"), slog.String("Key", "198.51.100.1"))
 	log.Debug("failed to connect", slog.String("Error", "dial tcp: i/o timeout"))
 	log.Info("sent notification", slog.String("State", "BGP_FSM_ACTIVE"), slog.Int("Code", 2), slog.Int("Subcode", 2))
 	log.Debug("try to connect")
 	log.Warn("something odd")
 	slog.New(h).Debug("failed to connect", slog.String("Error", "no peer key"))
-	want := []string{"198.51.100.1 connect: dial tcp: i/o timeout", "198.51.100.1 sent NOTIFICATION code 2(open) subcode 2(bad peer as)"}
+	want := []string{"198.51.100.1 connect: dial tcp: i/o timeout true", "198.51.100.1 sent NOTIFICATION code 2(open) subcode 2(bad peer as) true"}
 	if !slices.Equal(got, want) {
 		t.Errorf("failures %q, want %q", got, want)
 	}
