@@ -91,17 +91,17 @@ func scratchWord(w int) int { return scratchPayload + w - 1 }
 
 // quietHead checks what all patterns share (a plain IPv4 header, TTL 255,
 // room for a VRRP header), keeps the source, the length and as many of the
-// VRRP packet's words as it has in scratch memory, and leaves word 0
+// VRRP packet's words as it has, up to words, in scratch memory, and leaves word 0
 // (version, type, VRID, priority, count) in A for the dispatch: every
 // byte is loaded from the packet once per datagram, not once per pattern,
 // which keeps the program small in the kernel (a packet load is a dozen
 // instructions there, charged to net.core.optmem_max) and cheap to run.
-func quietHead(noMatch bpf.Instruction) []bpf.Instruction {
+func quietHead(noMatch bpf.Instruction, words int) []bpf.Instruction {
 	// The kernel refuses a program that may read scratch memory it did not
 	// write: the words a short datagram lacks read as 0 (its length
 	// check fails first).
 	prog := []bpf.Instruction{bpf.LoadConstant{Dst: bpf.RegA, Val: 0}}
-	for w := 1; w < payloadWords; w++ {
+	for w := 1; w < words; w++ {
 		prog = append(prog, bpf.StoreScratch{Src: bpf.RegA, N: scratchWord(w)})
 	}
 	prog = append(prog,
@@ -118,10 +118,11 @@ func quietHead(noMatch bpf.Instruction) []bpf.Instruction {
 		bpf.LoadAbsolute{Off: offIPSrc, Size: 4},
 		bpf.StoreScratch{Src: bpf.RegA, N: scratchSrc},
 	)
-	// Words 1.. as far as the datagram goes: each step is four
-	// instructions, and a datagram that ends skips the rest.
-	for w := 1; w < payloadWords; w++ {
-		left := payloadWords - w - 1 // steps after this one
+	// Words 1.. as far as the datagram's length says (the kernel has
+	// checked it against what arrived) and the longest pattern goes: each
+	// step is four instructions, and a datagram that ends skips the rest.
+	for w := 1; w < words; w++ {
+		left := words - w - 1 // steps after this one
 		prog = append(prog,
 			bpf.LoadScratch{Dst: bpf.RegA, N: scratchLen},
 			bpf.JumpIf{Cond: bpf.JumpLessThan, Val: uint32(headerLen + 4*w + 4), SkipTrue: uint8(4*left + 2)},
@@ -137,6 +138,9 @@ func quietHead(noMatch bpf.Instruction) []bpf.Instruction {
 // word 0 the blocks of its patterns. An advert of no pattern costs the
 // head's loads and the dispatch's comparisons, not a load per pattern.
 func quietProgram(patterns []QuietPattern, onMatch, noMatch bpf.Instruction) []bpf.Instruction {
+	if len(patterns) == 0 {
+		return []bpf.Instruction{noMatch}
+	}
 	var word0s []uint32
 	byWord0 := map[uint32][]QuietPattern{}
 	for _, p := range patterns {
@@ -153,7 +157,7 @@ func quietProgram(patterns []QuietPattern, onMatch, noMatch bpf.Instruction) []b
 		}
 		blocks[i] = append(blocks[i], noMatch)
 	}
-	prog := quietHead(noMatch)
+	prog := quietHead(noMatch, longestWords(patterns))
 	// Entry i jumps over the entries after it, the "no match" after them
 	// and the blocks before its own.
 	before := 0
@@ -179,13 +183,23 @@ func quietable(p QuietPattern) bool {
 	return p.Src.Is4() && len(p.Payload) >= minQuietPayload && len(p.Payload) <= MaxQuietPayload && len(p.Payload)%4 == 0
 }
 
+// longestWords is how many words the longest of ps has.
+func longestWords(ps []QuietPattern) int {
+	n := 0
+	for _, p := range ps {
+		n = max(n, len(p.Payload)/4)
+	}
+	return n
+}
+
 // quietPrograms returns the two filters for patterns: main keeps what
 // matches none, quiet keeps what matches one. Patterns that would not fit
 // the kernel's limit are left out (their adverts are read at once), and
 // so are patterns that cannot be one.
 func quietPrograms(patterns []QuietPattern) (main, quiet []bpf.Instruction, used int) {
 	var ps []QuietPattern
-	size := len(quietHead(bpf.RetConstant{})) + 1 // and the dispatch's "no match"
+	// The head as long as it can be, and the dispatch's "no match".
+	size := len(quietHead(bpf.RetConstant{}, payloadWords)) + 1
 	word0s := map[uint32]bool{}
 	for _, p := range patterns {
 		if !quietable(p) {
