@@ -81,8 +81,9 @@ func (h *hookRunner) enqueue(r hookRun) {
 // close lets what is queued run (each bounded by its timeout) without
 // waiting for it.
 func (h *hookRunner) close() {
-	h.start()
-	close(h.queue)
+	if !h.endUnstarted() {
+		close(h.queue)
+	}
 }
 
 // abandon drops the hooks not started yet, saying so: the process is about
@@ -90,8 +91,23 @@ func (h *hookRunner) close() {
 // hook that runs now goes on in its own process group.
 func (h *hookRunner) abandon() {
 	h.abandoned.Store(true)
-	h.start()
-	close(h.queue)
+	if !h.endUnstarted() {
+		close(h.queue)
+	}
+}
+
+// endUnstarted ends a runner that never ran a hook, with no goroutine to
+// start for it, and says whether it did.
+func (h *hookRunner) endUnstarted() bool {
+	ended := false
+	h.started.Do(func() {
+		ended = true
+		close(h.done)
+		if h.wg != nil {
+			h.wg.Done()
+		}
+	})
+	return ended
 }
 
 // wait blocks until the runner has finished (tests).

@@ -24,9 +24,9 @@ import (
 const waitRetry = time.Second
 
 // claimQueue bounds the claims of a second owner waiting for an instance:
-// a claimant repeats itself, so in a storm the next one will do, and each
-// waiting claim costs memory in every instance.
-const claimQueue = 8
+// room for a second Master's gratuitous ARPs for a dozen VIPs, each
+// counted; in a storm beyond, the next one will do.
+const claimQueue = 64
 
 // counters are read by status while the instance runs.
 type counters struct {
