@@ -60,23 +60,21 @@ func (h *restWatch) run(ctx context.Context, quiet time.Duration, release func()
 	}
 }
 
-// releaseAtRest gives back what the last burst of work touched and rest
-// does not use: the pages of the binary (start-up's parsing and package
-// initialisation, a takeover's paths: the page cache keeps them) and the
-// heap's.
-func releaseAtRest(log *slog.Logger) {
-	if r, err := residency.ReleaseExecutable(); err != nil {
-		log.Debug("the pages of the binary stay mapped", "error", err)
-	} else {
-		log.Debug("released the pages of the binary used only while busy", "mappings", len(r))
+// releaseAtRest gives back what the last burst of work allocated and
+// rest does not use. After start-up (first), also the pages of the binary
+// it ran only to start (parsing, package initialisation: the page cache
+// keeps them), once: later bursts are takeovers, whose pages had better
+// stay mapped for the next one; and a second collection, which halves
+// again the stacks start-up grew. Every time, the heap's free pages go
+// back to the system at once.
+func releaseAtRest(log *slog.Logger, first bool) {
+	if first {
+		if r, err := residency.ReleaseExecutable(); err != nil {
+			log.Debug("the start-up pages of the binary stay mapped", "error", err)
+		} else {
+			log.Debug("released the start-up pages of the binary", "mappings", len(r))
+		}
+		runtime.GC()
 	}
-	releaseHeap()
-}
-
-// releaseHeap collects twice, which halves each goroutine's stack twice
-// where it uses little of it, and the second collection returns every
-// free page to the system at once.
-func releaseHeap() {
-	runtime.GC()
 	debug.FreeOSMemory()
 }

@@ -282,7 +282,14 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, adopt boo
 		line.run(runCtx, statusLineEvery, func() { notifier.Status(summary(d)) })
 		return nil
 	})
-	g.Go(func() error { rest.run(runCtx, restAfter, func() { releaseAtRest(log) }); return nil })
+	g.Go(func() error {
+		if cfg.Global.LockMemory {
+			return nil // locked pages cannot be given back
+		}
+		first := true
+		rest.run(runCtx, restAfter, func() { releaseAtRest(log, first); first = false })
+		return nil
+	})
 	g.Go(func() error { keepRealtime(runCtx, cfg.Global, log); return nil })
 	if interval, ok := notifier.WatchdogInterval(); ok {
 		g.Go(func() error { watchdog(runCtx, d, notifier, interval, log); return nil })

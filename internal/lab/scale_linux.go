@@ -249,8 +249,22 @@ func (r *scaleRun) build(ctx context.Context, s *scaleLab, stranger bool) error 
 	}
 	// Group 1 has been stable for a StableHold: the others, started with
 	// it, need only be seen settled for an interval more.
-	return r.waitAllHeld(ctx, s, s.iv+200*time.Millisecond, 0)
+	if err := r.waitAllHeld(ctx, s, s.iv+200*time.Millisecond, 0); err != nil {
+		return err
+	}
+	// Start-up is not rest: vipd gives back what it allocated 5 s after
+	// its last transition; both daemons get the same wait.
+	select {
+	case <-time.After(startupSettle):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }
+
+// startupSettle is how long after the groups are held a configuration's
+// windows start.
+const startupSettle = 6 * time.Second
 
 // holders maps each group of s to the node that alone holds its VIP (0:
 // none or several).
