@@ -37,6 +37,9 @@ type Quieter interface {
 // always read at once.
 const MaxQuietPayload = 56
 
+// protoVRRP is VRRP's IP protocol number.
+const protoVRRP = 112
+
 // minQuietPayload is a VRRP header's length.
 const minQuietPayload = 8
 

@@ -198,9 +198,6 @@ const (
 	quietBytesPerPattern = 12 * 4096
 )
 
-// protoVRRP is VRRP's IP protocol number.
-const protoVRRP = 112
-
 // ReadQuiet implements Quieter.
 func (c *ipv4Conn) ReadQuiet(fn func(payload []byte, info PacketInfo, at time.Time)) error {
 	q := c.quiet
