@@ -22,17 +22,12 @@ const restAfter = 5 * time.Second
 // over minutes, and goroutines keep the stacks they grew until the forced
 // collections halve them, one every two minutes: a daemon measured at rest
 // a minute after start would still hold its start-up.
-type restWatch struct{ busy chan struct{} }
+type restWatch struct{ busy marks }
 
-func newRestWatch() *restWatch { return &restWatch{busy: make(chan struct{}, 1)} }
+func newRestWatch() *restWatch { return &restWatch{busy: newMarks()} }
 
 // mark: something happened (a transition).
-func (h *restWatch) mark() {
-	select {
-	case h.busy <- struct{}{}:
-	default:
-	}
-}
+func (h *restWatch) mark() { h.busy.mark() }
 
 // run calls release once `quiet` has passed without a mark after one,
 // until ctx ends: once per burst, never while marks keep coming.

@@ -18,14 +18,22 @@ const statusLineEvery = 100 * time.Millisecond
 // it reads every instance, so rewriting it at each transition cost the
 // square of the groups when 255 of them took over at once, on the takeover
 // path itself.
-type statusLine struct{ stale chan struct{} }
+type statusLine struct{ stale marks }
 
-func newStatusLine() *statusLine { return &statusLine{stale: make(chan struct{}, 1)} }
+func newStatusLine() *statusLine { return &statusLine{stale: newMarks()} }
 
 // mark: an instance changed; the line is rewritten soon.
-func (l *statusLine) mark() {
+func (l *statusLine) mark() { l.stale.mark() }
+
+// marks tells a goroutine that something happened since it last looked:
+// marks before it looks make one.
+type marks chan struct{}
+
+func newMarks() marks { return make(marks, 1) }
+
+func (m marks) mark() {
 	select {
-	case l.stale <- struct{}{}:
+	case m <- struct{}{}:
 	default:
 	}
 }
