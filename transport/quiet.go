@@ -94,11 +94,12 @@ func scratchWord(w int) int { return scratchPayload + w - 1 }
 
 // quietHead checks what all patterns share (a plain IPv4 header, TTL 255,
 // room for a VRRP header), keeps the source, the length and as many of the
-// VRRP packet's words as it has, up to words, in scratch memory, and leaves word 0
-// (version, type, VRID, priority, count) in A for the dispatch: every
-// byte is loaded from the packet once per datagram, not once per pattern,
-// which keeps the program small in the kernel (a packet load is a dozen
-// instructions there, charged to net.core.optmem_max) and cheap to run.
+// VRRP packet's words as it has, up to words, in scratch memory, and
+// leaves word 0 (version, type, VRID, priority, count) in A for the
+// dispatch: every byte is loaded from the packet once per datagram, not
+// once per pattern, which keeps the program small in the kernel (a packet
+// load is a dozen instructions there, charged to net.core.optmem_max) and
+// cheap to run.
 func quietHead(noMatch bpf.Instruction, words int) []bpf.Instruction {
 	// The kernel refuses a program that may read scratch memory it did not
 	// write: the words a short datagram lacks read as 0 (its length
