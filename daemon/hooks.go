@@ -91,9 +91,7 @@ func (h *hookRunner) close() {
 // hook that runs now goes on in its own process group.
 func (h *hookRunner) abandon() {
 	h.abandoned.Store(true)
-	if !h.endUnstarted() {
-		close(h.queue)
-	}
+	h.close()
 }
 
 // endUnstarted ends a runner that never ran a hook, with no goroutine to
