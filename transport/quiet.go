@@ -210,14 +210,15 @@ func quietPrograms(patterns []QuietPattern) (main, quiet []bpf.Instruction, used
 			continue
 		}
 		n := len(quietBlock(nil, p, bpf.RetConstant{}))
-		if w := binary.BigEndian.Uint32(p.Payload); !word0s[w] {
+		w := binary.BigEndian.Uint32(p.Payload)
+		if !word0s[w] {
 			n += 3 // its dispatch entry and its block's "no match"
 		}
 		if size+n > bpfMaxInsns {
 			break
 		}
 		size += n
-		word0s[binary.BigEndian.Uint32(p.Payload)] = true
+		word0s[w] = true
 		ps = append(ps, p)
 	}
 	main = quietProgram(ps, bpf.RetConstant{Val: 0}, bpf.RetConstant{Val: keepDatagram})
