@@ -13,6 +13,7 @@ import (
 // Timer is a one-shot timer. Its channel receives the time of each expiry;
 // a Reset or Stop does not take back an expiry already read from the
 // kernel, so a receiver checks whether the deadline it wanted has come.
+// Reset and Stop are called from one goroutine at a time.
 type Timer struct {
 	f    *os.File
 	rc   syscall.RawConn
@@ -20,6 +21,10 @@ type Timer struct {
 	c    chan time.Time
 	done chan struct{}
 	once sync.Once
+	// spec and set are the settime call, made once: a closure made at
+	// each call escapes to the heap with what it holds.
+	spec unix.ItimerSpec
+	set  func(fd uintptr)
 }
 
 // New returns a stopped timer. Close releases it.
@@ -35,6 +40,9 @@ func New() (*Timer, error) {
 		return nil, err
 	}
 	t := &Timer{f: f, rc: rc, fd: uintptr(fd), c: make(chan time.Time), done: make(chan struct{})}
+	t.set = func(fd uintptr) {
+		unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&t.spec)), 0, 0, 0)
+	}
 	go t.wait()
 	return t, nil
 }
@@ -52,12 +60,10 @@ func (t *Timer) Reset(d time.Duration) {
 func (t *Timer) Stop() { t.settime(unix.Timespec{}) }
 
 func (t *Timer) settime(value unix.Timespec) {
-	spec := unix.ItimerSpec{Value: value}
+	t.spec = unix.ItimerSpec{Value: value}
 	// Raw: timerfd_settime never blocks, and an ordinary call would wake
 	// the runtime's monitor thread.
-	_ = t.rc.Control(func(fd uintptr) {
-		unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
-	})
+	_ = t.rc.Control(t.set)
 }
 
 // Close stops the timer and releases its descriptor.

@@ -105,3 +105,19 @@ func TestTimerFiresAgainAfterEachExpiry(t *testing.T) {
 		t.Fatal("the expiry after a late receive never came")
 	}
 }
+
+// A Master moves its timer at every advert: moving it allocates nothing,
+// or each advert would be garbage for the collector to wake for.
+func TestResetAndStopAllocateNothing(t *testing.T) {
+	tm, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tm.Close()
+	if n := testing.AllocsPerRun(100, func() {
+		tm.Reset(time.Hour)
+		tm.Stop()
+	}); n != 0 {
+		t.Errorf("Reset and Stop allocate %v times, want none", n)
+	}
+}
