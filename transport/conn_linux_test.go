@@ -95,6 +95,28 @@ func TestMulticast(t *testing.T) {
 	}
 }
 
+// A Master sends an advert each interval: sending allocates nothing, or
+// each advert would be garbage for the collector to wake for.
+func TestWriteToAllocatesNothing(t *testing.T) {
+	l := newLab(t, 2)
+	for _, unicast := range []bool{false, true} {
+		a := listenOn(t, l, 1, unicast)
+		dst := vrrp.GroupIPv4
+		if unicast {
+			dst = l.NodeAddr(2)
+		}
+		pkt := encode(t, l.NodeAddr(1), dst)
+		if n := testing.AllocsPerRun(100, func() {
+			if err := a.WriteTo(pkt, dst); err != nil {
+				t.Fatal(err)
+			}
+		}); n != 0 {
+			t.Errorf("unicast %v: WriteTo allocates %v times an advert, want none", unicast, n)
+		}
+		a.Close()
+	}
+}
+
 func TestUnicast(t *testing.T) {
 	l := newLab(t, 2)
 	a, b := listenOn(t, l, 1, true), listenOn(t, l, 2, true)

@@ -71,6 +71,10 @@ type rawSender struct {
 	iov unix.Iovec
 	sa4 unix.RawSockaddrInet4
 	sa6 unix.RawSockaddrInet6
+	// write and errno are the call given to the poller, made once: a
+	// closure made at each send escapes to the heap with what it holds.
+	write func(fd uintptr) bool
+	errno unix.Errno
 }
 
 // sendTo sends b to dst on the non-blocking socket behind rc. A full send
@@ -95,11 +99,15 @@ func (s *rawSender) sendTo(rc syscall.RawConn, b []byte, dst netip.Addr) error {
 		s.msg.Control = &s.oob[0]
 		s.msg.SetControllen(len(s.oob))
 	}
-	var errno unix.Errno
-	err := rc.Write(func(fd uintptr) bool {
-		_, _, errno = unix.RawSyscall(unix.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(&s.msg)), unix.MSG_DONTWAIT)
-		return errno != unix.EAGAIN && errno != unix.EINTR
-	})
+	if s.write == nil {
+		s.write = func(fd uintptr) bool {
+			_, _, s.errno = unix.RawSyscall(unix.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(&s.msg)), unix.MSG_DONTWAIT)
+			return s.errno != unix.EAGAIN && s.errno != unix.EINTR
+		}
+	}
+	s.errno = 0
+	err := rc.Write(s.write)
+	errno := s.errno
 	s.iov.Base, s.msg.Control = nil, nil // keep nothing of b alive
 	if err != nil {
 		return err
