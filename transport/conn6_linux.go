@@ -23,9 +23,11 @@ var groupIPv6 = net.ParseIP("ff02::12")
 
 // ipv6Conn is the real Conn over a raw IPv6 socket.
 type ipv6Conn struct {
-	ifi *net.Interface
-	pc  *ipv6.PacketConn
-	cm  ipv6.ControlMessage
+	ifi  *net.Interface
+	pc   *ipv6.PacketConn
+	rc   syscall.RawConn
+	cm   ipv6.ControlMessage
+	send rawSender
 }
 
 var (
@@ -44,10 +46,16 @@ func listen6(ifi *net.Interface, opts Options) (Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transport: raw socket for VRRP on %s: %w", ifi.Name, err)
 	}
-	c := &ipv6Conn{ifi: ifi, pc: ipv6.NewPacketConn(raw)}
+	rc, err := raw.(syscall.Conn).SyscallConn()
+	if err != nil {
+		raw.Close()
+		return nil, fmt.Errorf("transport: VRRP socket on %s: %w", ifi.Name, err)
+	}
+	c := &ipv6Conn{ifi: ifi, pc: ipv6.NewPacketConn(raw), rc: rc}
 	// The source goes in IPV6_PKTINFO of every send; without a zone, the
-	// interface index says which link a link-local source belongs to.
+	// interface index says which link a link-local source (or group) is on.
 	c.cm = ipv6.ControlMessage{Src: net.IP(opts.Source.WithZone("").AsSlice()), IfIndex: ifi.Index}
+	c.send.oob = c.cm.Marshal()
 	if err := c.setup(opts); err != nil {
 		raw.Close()
 		return nil, fmt.Errorf("transport: VRRP socket on %s: %w", ifi.Name, err)
@@ -110,9 +118,11 @@ func (c *ipv6Conn) ReadFrom(b []byte) (int, PacketInfo, error) {
 }
 
 func (c *ipv6Conn) WriteTo(b []byte, dst netip.Addr) error {
+	if !dst.Is6() || dst.Is4In6() {
+		return fmt.Errorf("transport: %v is not an IPv6 destination", dst)
+	}
 	// The kernel rewrites the checksum field whatever it holds.
-	_, err := c.pc.WriteTo(b, &c.cm, &net.IPAddr{IP: dst.WithZone("").AsSlice()})
-	return err
+	return c.send.sendTo(c.rc, b, dst.WithZone(""))
 }
 
 // soMeminfo is SO_MEMINFO (Linux 4.6) of the generic socket option numbers,

@@ -207,6 +207,22 @@ func TestIPv6Multicast(t *testing.T) {
 	}
 }
 
+// As for IPv4: an IPv6 Master's advert allocates nothing.
+func TestIPv6WriteToAllocatesNothing(t *testing.T) {
+	a, b := twoHosts6(t, false)
+	ca := a.listen(t, false)
+	for _, dst := range []netip.Addr{vrrp.GroupIPv6, b.ll} {
+		pkt := encode6(t, a.ll, dst)
+		if n := testing.AllocsPerRun(100, func() {
+			if err := ca.WriteTo(pkt, dst); err != nil {
+				t.Fatal(err)
+			}
+		}); n != 0 {
+			t.Errorf("to %v: WriteTo allocates %v times an advert, want none", dst, n)
+		}
+	}
+}
+
 func TestIPv6Unicast(t *testing.T) {
 	a, b := twoHosts6(t, false)
 	ca, cb := a.listen(t, true), b.listen(t, true)
