@@ -140,6 +140,17 @@ func (in *instance) rideAdvert() {
 		if next.Before(now) {
 			next = now
 		}
-		in.runPolicy(in.policy.Tick(next, nil))
+		in.tickPolicy(next)
 	}
+}
+
+// tickPolicy runs the policy's timer work due at t. Its actions go in a
+// buffer kept between calls, as a Master probes at every advert or so; one
+// taken while a call uses it (a nested one) is a new slice.
+func (in *instance) tickPolicy(t time.Time) {
+	buf := in.policyActions
+	in.policyActions = nil
+	buf = in.policy.Tick(t, buf[:0])
+	in.runPolicy(buf)
+	in.policyActions = buf[:0]
 }

@@ -103,12 +103,14 @@ type instance struct {
 	// wake is the one timer of every deadline (timers.go): dueAt, by
 	// vrrp.Timer, and policyDue; zero is none. firesAt is when wake fires,
 	// zero when not armed; kernelTimers: wake is Env.NewTimer's.
-	wake         Timer
-	dueAt        [4]time.Time
-	policyDue    time.Time
-	firesAt      time.Time
-	kernelTimers bool
-	waking       bool // onWake is running what is due (rearm waits for it)
+	wake      Timer
+	dueAt     [4]time.Time
+	policyDue time.Time
+	// policyActions is tickPolicy's buffer.
+	policyActions []announce.Action
+	firesAt       time.Time
+	kernelTimers  bool
+	waking        bool // onWake is running what is due (rearm waits for it)
 	// quietSet: the socket sets this instance's steady adverts aside
 	// (quiet.go), assuming priority quietPrio; lastEventAt is when the
 	// latest event the machine saw happened, deferredAt the arrival of the

@@ -133,7 +133,7 @@ func (in *instance) onWake(out []vrrp.Action) {
 func (in *instance) policyWake() {
 	if due := in.policyDue; !due.IsZero() && !in.env.Now().Before(due) {
 		in.policyDue = time.Time{}
-		in.runPolicy(in.policy.Tick(in.env.Now(), nil))
+		in.tickPolicy(in.env.Now())
 	}
 }
 
