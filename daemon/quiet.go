@@ -45,6 +45,7 @@ type quietAdverts struct {
 	// patterns theirs.
 	order    []uint8
 	patterns map[uint8]transport.QuietPattern
+	inKernel [256]bool // the keys of patterns, for drainQuiet's every read
 	// want and wantOrder: the patterns asked for, applied at the next
 	// change of the filters.
 	wantOrder []uint8
@@ -61,6 +62,9 @@ type quietAdverts struct {
 	// pending: VRIDs whose adverts may wait in the queue (a pattern is set,
 	// or was until the queue was last read).
 	pending [256]atomic.Bool
+	// handOver is drainQuiet's call for each advert, made once: a method
+	// value made at each read escapes to the heap.
+	handOver func(b []byte, info transport.PacketInfo, at time.Time)
 }
 
 func newQuietAdverts(conn transport.Conn) *quietAdverts {
@@ -138,7 +142,7 @@ func (s *vrrpSocket) applyQuietLocked() {
 		// next event, as pending says.
 		s.pool.log.Warn("cannot set steady adverts aside in the kernel; reading every advert when it comes", "interface", s.ifname, "error", err)
 		qa.failed = true
-		qa.order, qa.patterns = nil, map[uint8]transport.QuietPattern{}
+		qa.order, qa.patterns, qa.inKernel = nil, map[uint8]transport.QuietPattern{}, [256]bool{}
 		qa.wantOrder, qa.want = nil, map[uint8]transport.QuietPattern{}
 		qa.q.SetQuiet(nil)
 		return
@@ -166,6 +170,10 @@ func (s *vrrpSocket) applyQuietLocked() {
 		}
 	}
 	qa.order, qa.patterns = slices.Clone(qa.wantOrder), maps.Clone(qa.want)
+	qa.inKernel = [256]bool{}
+	for _, v := range qa.order {
+		qa.inKernel[v] = true
+	}
 }
 
 // nudge makes the instance's loop run soon: it reads what the kernel set
@@ -204,32 +212,38 @@ func (s *vrrpSocket) drainQuiet() {
 	qa.mu.Lock()
 	defer qa.mu.Unlock()
 	for vrid := range qa.pending {
-		if _, ok := qa.patterns[uint8(vrid)]; !ok {
+		if !qa.inKernel[vrid] && qa.pending[vrid].Load() {
 			qa.pending[vrid].Store(false)
 		}
 	}
-	err := qa.q.ReadQuiet(func(b []byte, info transport.PacketInfo, at time.Time) {
-		p := s.pool.rx.Get().(*received)
-		if err := p.adv.Decode(b, info.Src, info.Dst); err != nil {
-			s.pool.free(p) // it matched a pattern that decoded: cannot happen
-			return
-		}
-		in := s.subs[p.adv.VRID].Load()
-		if in == nil {
-			s.pool.free(p)
-			return
-		}
-		p.src, p.ttl, p.deferred, p.at = info.Src, info.TTL, true, at
-		p.keepRaw(b)
-		select {
-		case in.packets <- p:
-		default:
-			s.pool.free(p)
-			in.counters.overruns.Add(1)
-		}
-	})
+	if qa.handOver == nil {
+		qa.handOver = s.handOverQuiet
+	}
+	err := qa.q.ReadQuiet(qa.handOver)
 	if err != nil {
 		s.pool.log.Warn("reading adverts set aside failed", "interface", s.ifname, "error", err)
+	}
+}
+
+// handOverQuiet gives an advert the kernel set aside to its instance.
+func (s *vrrpSocket) handOverQuiet(b []byte, info transport.PacketInfo, at time.Time) {
+	p := s.pool.rx.Get().(*received)
+	if err := p.adv.Decode(b, info.Src, info.Dst); err != nil {
+		s.pool.free(p) // it matched a pattern that decoded: cannot happen
+		return
+	}
+	in := s.subs[p.adv.VRID].Load()
+	if in == nil {
+		s.pool.free(p)
+		return
+	}
+	p.src, p.ttl, p.deferred, p.at = info.Src, info.TTL, true, at
+	p.keepRaw(b)
+	select {
+	case in.packets <- p:
+	default:
+		s.pool.free(p)
+		in.counters.overruns.Add(1)
 	}
 }
 
