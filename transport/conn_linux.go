@@ -25,8 +25,9 @@ type ipv4Conn struct {
 	// rbuf holds one datagram with its IP header; ReadFrom has one
 	// caller at a time (the interface's reader), and so has Receive, with
 	// batch.
-	rbuf  []byte
-	batch *rawBatch
+	rbuf      []byte
+	batch     *rawBatch
+	receiving receiveCall
 	// unicast: no group to join (the quiet socket's too); quiet and
 	// quietApplied: the quiet socket and the patterns of its filter.
 	unicast      bool
@@ -173,34 +174,36 @@ func (c *ipv4Conn) ReadFrom(b []byte) (int, PacketInfo, error) {
 // to its caller between datagrams, cannot skip that read: the poller's
 // readiness is reset at each new wait.
 func (c *ipv4Conn) Receive(fn func(payload []byte, info PacketInfo)) error {
-	var rerr error
-	err := c.rc.Read(func(fd uintptr) bool {
-		for {
-			n, errno := c.batch.recv(fd)
-			switch errno {
-			case 0:
-			case unix.EAGAIN:
-				return false
-			case unix.EINTR:
-				continue
-			default:
-				rerr = os.NewSyscallError("recvmmsg", errno)
-				return true
-			}
-			for i := range n {
-				if payload, info, ok := parseIPv4(c.batch.datagram(i)); ok {
-					info.IfIndex = c.ifi.Index
-					fn(payload, info)
-				}
-			}
-			// Short: the socket is empty; full: back to the caller.
-			return n == len(c.batch.hdrs)
-		}
-	})
-	if err != nil {
-		return err
+	if c.receiving.read == nil {
+		c.receiving.read = func(fd uintptr) bool { return c.receiveReady(fd) }
 	}
-	return rerr
+	return c.receiving.run(c.rc, fn)
+}
+
+// receiveReady reads what the socket fd holds, for Receive; false: wait
+// for the poller.
+func (c *ipv4Conn) receiveReady(fd uintptr) bool {
+	for {
+		n, errno := c.batch.recv(fd)
+		switch errno {
+		case 0:
+		case unix.EAGAIN:
+			return false
+		case unix.EINTR:
+			continue
+		default:
+			c.receiving.err = os.NewSyscallError("recvmmsg", errno)
+			return true
+		}
+		for i := range n {
+			if payload, info, ok := parseIPv4(c.batch.datagram(i)); ok {
+				info.IfIndex = c.ifi.Index
+				c.receiving.fn(payload, info)
+			}
+		}
+		// Short: the socket is empty; full: back to the caller.
+		return n == len(c.batch.hdrs)
+	}
 }
 
 // parseIPv4 splits a datagram into its payload and what its IPv4 header

@@ -232,3 +232,34 @@ func TestReceiveBatchesAndWaits(t *testing.T) {
 		t.Fatal("a past deadline did not end Receive")
 	}
 }
+
+// A Backup's read of a batch of adverts allocates nothing.
+func TestReceiveAllocatesNothing(t *testing.T) {
+	l := newLab(t, 2)
+	a, b := listenOn(t, l, 1, false), listenOn(t, l, 2, false)
+	r := b.(Receiver)
+	pkt := encode(t, l.NodeAddr(1), vrrp.GroupIPv4)
+	// Far off: it only stops a Receive that would wait for ever.
+	b.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var received int
+	count := func(p []byte, info PacketInfo) {
+		if len(p) == len(pkt) && info.TTL == 255 {
+			received++
+		}
+	}
+	n := testing.AllocsPerRun(50, func() {
+		for range receiveBatch {
+			if err := a.WriteTo(pkt, vrrp.GroupIPv4); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for before := received; received < before+receiveBatch; {
+			if err := r.Receive(count); err != nil {
+				t.Fatalf("Receive: %v", err)
+			}
+		}
+	})
+	if n != 0 {
+		t.Errorf("Receive allocates %v times a batch of %d adverts, want none", n, receiveBatch)
+	}
+}

@@ -62,6 +62,28 @@ func (b *rawBatch) recv(fd uintptr) (int, unix.Errno) {
 
 func (b *rawBatch) datagram(i int) []byte { return b.bufs[i][:b.hdrs[i].Len] }
 
+// receiveCall is a Receive in progress: the function given to the poller
+// (made once: a closure made at each call escapes to the heap with what it
+// holds, and a Backup calls Receive at every wake-up), the caller's fn and
+// the error the reads ended with.
+type receiveCall struct {
+	read func(fd uintptr) bool
+	fn   func(payload []byte, info PacketInfo)
+	err  error
+}
+
+// run reads from rc with read until it is done, handing datagrams to fn.
+func (r *receiveCall) run(rc syscall.RawConn, fn func(payload []byte, info PacketInfo)) error {
+	r.fn, r.err = fn, nil
+	err := rc.Read(r.read)
+	rerr := r.err
+	r.fn, r.err = nil, nil // keep nothing of the caller alive
+	if err != nil {
+		return err
+	}
+	return rerr
+}
+
 // rawSender sends datagrams with sendmsg(2) as a raw system call, with a
 // control message prepared once (the source address and interface).
 type rawSender struct {
