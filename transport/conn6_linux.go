@@ -2,9 +2,11 @@ package transport
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"syscall"
 	"time"
 	"unsafe"
@@ -28,12 +30,22 @@ type ipv6Conn struct {
 	rc   syscall.RawConn
 	cm   ipv6.ControlMessage
 	send rawSender
+	// batch and receiving are Receive's, which has one caller at a time
+	// (the interface's reader).
+	batch     *rawBatch
+	receiving receiveCall
 }
 
 var (
 	_ Conn        = (*ipv6Conn)(nil)
+	_ Receiver    = (*ipv6Conn)(nil)
 	_ DropCounter = (*ipv6Conn)(nil)
 )
+
+// controlRoom holds the control messages Receive asks for: the hop limit
+// (an int) and IPV6_PKTINFO (destination and interface), with room to
+// spare for any the kernel adds.
+var controlRoom = unix.CmsgSpace(4) + unix.CmsgSpace(unix.SizeofInet6Pktinfo) + 64
 
 // listen6 opens the IPv6 VRRP socket of ifi.
 func listen6(ifi *net.Interface, opts Options) (Conn, error) {
@@ -51,7 +63,7 @@ func listen6(ifi *net.Interface, opts Options) (Conn, error) {
 		raw.Close()
 		return nil, fmt.Errorf("transport: VRRP socket on %s: %w", ifi.Name, err)
 	}
-	c := &ipv6Conn{ifi: ifi, pc: ipv6.NewPacketConn(raw), rc: rc}
+	c := &ipv6Conn{ifi: ifi, pc: ipv6.NewPacketConn(raw), rc: rc, batch: newRawBatch6(receiveBatch, maxDatagram, controlRoom)}
 	// The source goes in IPV6_PKTINFO of every send; without a zone, the
 	// interface index says which link a link-local source (or group) is on.
 	c.cm = ipv6.ControlMessage{Src: net.IP(opts.Source.WithZone("").AsSlice()), IfIndex: ifi.Index}
@@ -115,6 +127,103 @@ func (c *ipv6Conn) ReadFrom(b []byte) (int, PacketInfo, error) {
 		}
 		return n, info, nil
 	}
+}
+
+// Receive is the IPv4 Conn's Receive for IPv6: recvmmsg(2) as a raw
+// system call, the source from each datagram's address and the rest from
+// its control messages, parsed in place. A datagram without them (or with
+// them cut short) is dropped, as ReadFrom drops it: its hop limit and
+// destination cannot be checked.
+//
+// A short batch does not always mean an empty socket here: a kernel that
+// checks the checksum as it hands a datagram over (rawv6_recvmsg) ends the
+// batch at one that fails, or the call with EAGAIN, with good datagrams
+// still queued behind it, which no new edge of the poller would announce.
+// So a short batch looks at the head of the queue (one ioctl) before it
+// waits.
+func (c *ipv6Conn) Receive(fn func(payload []byte, info PacketInfo)) error {
+	if c.receiving.read == nil {
+		c.receiving.read = func(fd uintptr) bool { return c.receiveReady(fd) }
+	}
+	return c.receiving.run(c.rc, fn)
+}
+
+// receiveReady reads what the socket fd holds, for Receive; false: wait
+// for the poller.
+func (c *ipv6Conn) receiveReady(fd uintptr) bool {
+	for {
+		n, errno := c.batch.recv(fd)
+		switch errno {
+		case 0:
+		case unix.EAGAIN:
+			if queued(fd) > 0 {
+				continue // a bad checksum ended the call, not an empty queue
+			}
+			return false
+		case unix.EINTR:
+			continue
+		default:
+			c.receiving.err = os.NewSyscallError("recvmmsg", errno)
+			return true
+		}
+		for i := range n {
+			if info, ok := c.packetInfo(i); ok {
+				c.receiving.fn(c.batch.datagram(i), info)
+			}
+		}
+		if n == len(c.batch.hdrs) {
+			return true // full: back to the caller
+		}
+		if queued(fd) == 0 {
+			return false
+		}
+	}
+}
+
+// packetInfo is what datagram i of the batch said of itself.
+func (c *ipv6Conn) packetInfo(i int) (PacketInfo, bool) {
+	oob, whole := c.batch.control(i)
+	if !whole {
+		return PacketInfo{}, false
+	}
+	info, ok := parseIPv6Control(oob)
+	if !ok {
+		return PacketInfo{}, false
+	}
+	info.Src = netip.AddrFrom16(c.batch.names[i].Addr)
+	return info, true
+}
+
+// parseIPv6Control reads the hop limit (IPV6_HOPLIMIT) and the destination
+// and interface (IPV6_PKTINFO) from a datagram's control messages without
+// allocating; ok only if both are there.
+func parseIPv6Control(oob []byte) (info PacketInfo, ok bool) {
+	var hopLimit, pktinfo bool
+	for len(oob) >= unix.SizeofCmsghdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		l := int(h.Len)
+		if l < unix.CmsgLen(0) || l > len(oob) {
+			break
+		}
+		data := oob[unix.CmsgLen(0):l]
+		if h.Level == unix.IPPROTO_IPV6 {
+			switch {
+			case h.Type == unix.IPV6_HOPLIMIT && len(data) >= 4:
+				info.TTL = int(int32(binary.NativeEndian.Uint32(data)))
+				hopLimit = true
+			case h.Type == unix.IPV6_PKTINFO && len(data) >= unix.SizeofInet6Pktinfo:
+				info.Dst = netip.AddrFrom16([16]byte(data[:16]))
+				info.IfIndex = int(binary.NativeEndian.Uint32(data[16:20]))
+				pktinfo = true
+			}
+		}
+		next := unix.CmsgSpace(l - unix.CmsgLen(0))
+		if next >= len(oob) {
+			break
+		}
+		oob = oob[next:]
+	}
+	return info, hopLimit && pktinfo
 }
 
 func (c *ipv6Conn) WriteTo(b []byte, dst netip.Addr) error {

@@ -343,3 +343,165 @@ func TestListenRejectsBadSource(t *testing.T) {
 		}
 	}
 }
+
+// The IPv6 Conn receives as the IPv4 one does: in batches inside one wait
+// of the poller, with the hop limit, the addresses and the interface of
+// each datagram; a hop limit below 255 is reported, not hidden.
+func TestIPv6ReceiveBatchesAndReports(t *testing.T) {
+	a, b := twoHosts6(t, false)
+	ca, cb := a.listen(t, false), b.listen(t, false)
+	r, ok := cb.(Receiver)
+	if !ok {
+		t.Fatalf("the IPv6 Conn %T is not a Receiver", cb)
+	}
+	type got struct {
+		prio int
+		info PacketInfo
+	}
+	arrived := make(chan got, 64)
+	done := make(chan error, 1)
+	send := func(prio int) {
+		adv := vrrp.Advertisement{VRID: 51, Priority: uint8(prio), Interval: time.Second, Addresses: []netip.Addr{testVIP6}}
+		pkt, err := adv.Append(nil, a.ll, vrrp.GroupIPv6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ca.WriteTo(pkt, vrrp.GroupIPv6); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const burst = 3*receiveBatch + 1
+	for i := 1; i <= burst; i++ {
+		send(i)
+	}
+	time.Sleep(20 * time.Millisecond)
+	go func() {
+		for {
+			err := r.Receive(func(p []byte, info PacketInfo) {
+				var adv vrrp.Advertisement
+				if err := adv.Decode(p, info.Src, info.Dst); err != nil {
+					t.Errorf("datagram %x does not decode: %v", p, err)
+					return
+				}
+				arrived <- got{int(adv.Priority), info}
+			})
+			if err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	want := PacketInfo{Src: a.ll, Dst: vrrp.GroupIPv6, TTL: 255, IfIndex: b.ifi.Index}
+	expect := func(prio int, info PacketInfo) {
+		t.Helper()
+		select {
+		case g := <-arrived:
+			if g.prio != prio || g.info != info {
+				t.Fatalf("received priority %d with %+v, want %d with %+v (in order)", g.prio, g.info, prio, info)
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatalf("priority %d never received", prio)
+		}
+	}
+	for i := 1; i <= burst; i++ {
+		expect(i, want)
+	}
+	time.Sleep(50 * time.Millisecond)
+	send(200)
+	expect(200, want)
+
+	// From a router's distance: hop limit 64.
+	pc := a.plain(t, 64)
+	cm := &ipv6.ControlMessage{Src: a.ll.AsSlice(), IfIndex: a.ifi.Index}
+	if _, err := pc.WriteTo(encode6(t, a.ll, vrrp.GroupIPv6), cm, &net.IPAddr{IP: groupIPv6}); err != nil {
+		t.Fatalf("WriteTo: %v", err)
+	}
+	far := want
+	far.TTL = 64
+	expect(100, far)
+
+	cb.SetReadDeadline(time.Unix(1, 0))
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("Receive ended with %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a past deadline did not end Receive")
+	}
+}
+
+// A Backup's read of an IPv6 advert allocates nothing, as an IPv4 one.
+func TestIPv6ReceiveAllocatesNothing(t *testing.T) {
+	a, b := twoHosts6(t, false)
+	ca, cb := a.listen(t, false), b.listen(t, false)
+	r, ok := cb.(Receiver)
+	if !ok {
+		t.Fatalf("the IPv6 Conn %T is not a Receiver", cb)
+	}
+	pkt := encode6(t, a.ll, vrrp.GroupIPv6)
+	// Far off: it only stops a Receive that would wait for ever.
+	cb.SetReadDeadline(time.Now().Add(patience))
+	var received int
+	count := func(p []byte, info PacketInfo) {
+		if len(p) == len(pkt) && info.TTL == 255 {
+			received++
+		}
+	}
+	n := testing.AllocsPerRun(50, func() {
+		// A full batch: Receive returns to its caller after it.
+		for range receiveBatch {
+			if err := ca.WriteTo(pkt, vrrp.GroupIPv6); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for before := received; received < before+receiveBatch; {
+			if err := r.Receive(count); err != nil {
+				t.Fatalf("Receive: %v", err)
+			}
+		}
+	})
+	if n != 0 {
+		t.Errorf("Receive allocates %v times a batch of %d adverts, want none", n, receiveBatch)
+	}
+}
+
+// A datagram the kernel refuses for its checksum ends a batch with good
+// ones still queued behind it; Receive must not wait for another arrival
+// to hand them over.
+func TestIPv6ReceiveGoodAfterBadChecksum(t *testing.T) {
+	a, b := twoHosts6(t, false)
+	cb := b.listen(t, false)
+	r := cb.(Receiver)
+	pc := a.plain(t, 255)
+	cm := &ipv6.ControlMessage{Src: a.ll.AsSlice(), IfIndex: a.ifi.Index}
+	for _, lead := range []int{0, 2} { // the bad one first, then after two good
+		var want []byte
+		for i := range lead + 2 {
+			pkt := encode6(t, a.ll, vrrp.GroupIPv6)
+			if i == lead {
+				pkt[7] ^= 0xff
+			} else {
+				want = pkt
+			}
+			if _, err := pc.WriteTo(pkt, cm, &net.IPAddr{IP: groupIPv6}); err != nil {
+				t.Fatalf("WriteTo: %v", err)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+		got := 0
+		cb.SetReadDeadline(time.Now().Add(time.Second))
+		err := r.Receive(func(p []byte, _ PacketInfo) {
+			if string(p) != string(want) {
+				t.Errorf("received %x, want %x", p, want)
+			}
+			got++
+		})
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("Receive: %v", err)
+		}
+		if got != lead+1 {
+			t.Errorf("bad checksum after %d good: received %d good of %d, the rest waited for another datagram", lead, got, lead+1)
+		}
+	}
+}

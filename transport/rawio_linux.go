@@ -31,11 +31,15 @@ func rawRead(fd uintptr, b []byte) (int, error) {
 	return int(n), nil
 }
 
-// rawBatch receives up to len(bufs) datagrams with one recvmmsg(2).
+// rawBatch receives up to len(bufs) datagrams with one recvmmsg(2); an
+// IPv6 batch also takes each datagram's source (names) and control
+// messages (oobs), which an IPv4 one finds in the IP header.
 type rawBatch struct {
-	hdrs []unix.Mmsghdr
-	iovs []unix.Iovec
-	bufs [][]byte
+	hdrs  []unix.Mmsghdr
+	iovs  []unix.Iovec
+	bufs  [][]byte
+	names []unix.RawSockaddrInet6
+	oobs  [][]byte
 }
 
 func newRawBatch(n, size int) *rawBatch {
@@ -50,9 +54,30 @@ func newRawBatch(n, size int) *rawBatch {
 	return b
 }
 
+// newRawBatch6 is newRawBatch with room for each datagram's IPv6 source
+// and oobSize bytes of control messages.
+func newRawBatch6(n, size, oobSize int) *rawBatch {
+	b := newRawBatch(n, size)
+	b.names = make([]unix.RawSockaddrInet6, n)
+	b.oobs = make([][]byte, n)
+	for i := range b.hdrs {
+		b.oobs[i] = make([]byte, oobSize)
+		b.hdrs[i].Hdr.Name = (*byte)(unsafe.Pointer(&b.names[i]))
+		b.hdrs[i].Hdr.Control = &b.oobs[i][0]
+	}
+	return b
+}
+
 // recv fills the batch from the non-blocking socket fd; datagram i is
 // bufs[i][:hdrs[i].Len].
 func (b *rawBatch) recv(fd uintptr) (int, unix.Errno) {
+	// The kernel writes back the lengths of the name and the control
+	// messages it filled in: give each its whole room again.
+	for i := range b.names {
+		h := &b.hdrs[i].Hdr
+		h.Namelen, h.Flags = unix.SizeofSockaddrInet6, 0
+		h.SetControllen(len(b.oobs[i]))
+	}
 	n, _, errno := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.hdrs[0])), uintptr(len(b.hdrs)), unix.MSG_DONTWAIT, 0, 0)
 	if errno != 0 {
 		return 0, errno
@@ -61,6 +86,23 @@ func (b *rawBatch) recv(fd uintptr) (int, unix.Errno) {
 }
 
 func (b *rawBatch) datagram(i int) []byte { return b.bufs[i][:b.hdrs[i].Len] }
+
+// control returns datagram i's control messages, and false if the kernel
+// cut them short (MSG_CTRUNC).
+func (b *rawBatch) control(i int) ([]byte, bool) {
+	h := &b.hdrs[i].Hdr
+	return b.oobs[i][:h.Controllen], h.Flags&unix.MSG_CTRUNC == 0
+}
+
+// queued returns the length of the datagram at the head of the socket's
+// receive queue, 0 when it is empty (SIOCINQ of a raw socket).
+func queued(fd uintptr) int {
+	var n int32
+	if _, _, errno := unix.RawSyscall(unix.SYS_IOCTL, fd, unix.SIOCINQ, uintptr(unsafe.Pointer(&n))); errno != 0 {
+		return 0
+	}
+	return int(n)
+}
 
 // receiveCall is a Receive in progress: the function given to the poller
 // (made once: a closure made at each call escapes to the heap with what it
