@@ -64,7 +64,9 @@ func cmsg(level, typ int32, data []byte) []byte {
 
 func TestParseIPv6Control(t *testing.T) {
 	dst := netip.MustParseAddr("ff02::12")
-	hop := func(n uint32) []byte { return cmsg(unix.IPPROTO_IPV6, unix.IPV6_HOPLIMIT, binary.NativeEndian.AppendUint32(nil, n)) }
+	hop := func(n uint32) []byte {
+		return cmsg(unix.IPPROTO_IPV6, unix.IPV6_HOPLIMIT, binary.NativeEndian.AppendUint32(nil, n))
+	}
 	pktinfo := func(ifindex uint32) []byte {
 		a := dst.As16()
 		return cmsg(unix.IPPROTO_IPV6, unix.IPV6_PKTINFO, binary.NativeEndian.AppendUint32(a[:], ifindex))
