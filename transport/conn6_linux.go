@@ -20,6 +20,11 @@ import (
 // verifies it on receive, pseudo-header included.
 const vrrpChecksumOffset = 6
 
+// maxDatagram6 bounds what Receive reads: an advert with 255 IPv6
+// addresses (8 + 255×16 bytes) fits; a longer datagram is cut and fails
+// to decode.
+const maxDatagram6 = 4096
+
 // groupIPv6 is the VRRP group for IPv6 (RFC 5798 section 5.1.2.2).
 var groupIPv6 = net.ParseIP("ff02::12")
 
@@ -63,7 +68,7 @@ func listen6(ifi *net.Interface, opts Options) (Conn, error) {
 		raw.Close()
 		return nil, fmt.Errorf("transport: VRRP socket on %s: %w", ifi.Name, err)
 	}
-	c := &ipv6Conn{ifi: ifi, pc: ipv6.NewPacketConn(raw), rc: rc, batch: newRawBatch6(receiveBatch, maxDatagram, controlRoom)}
+	c := &ipv6Conn{ifi: ifi, pc: ipv6.NewPacketConn(raw), rc: rc, batch: newRawBatch6(receiveBatch, maxDatagram6, controlRoom)}
 	// The source goes in IPV6_PKTINFO of every send; without a zone, the
 	// interface index says which link a link-local source (or group) is on.
 	c.cm = ipv6.ControlMessage{Src: net.IP(opts.Source.WithZone("").AsSlice()), IfIndex: ifi.Index}
@@ -109,8 +114,10 @@ func (c *ipv6Conn) setup(opts Options) error {
 func (c *ipv6Conn) ReadFrom(b []byte) (int, PacketInfo, error) {
 	for {
 		// A packet whose checksum the kernel refuses never gets here:
-		// a non-blocking recvmsg drops it and reports EAGAIN, on which the
-		// runtime waits for the next one. KernelDrops counts it.
+		// a non-blocking recvmsg drops it and, on a kernel that checks it
+		// at the read, reports EAGAIN, on which the runtime waits for the
+		// next arrival even if good packets are queued behind it (Receive,
+		// the daemon's read, does not). KernelDrops counts it.
 		n, cm, src, err := c.pc.ReadFrom(b)
 		if err != nil {
 			return 0, PacketInfo{}, err
@@ -140,7 +147,8 @@ func (c *ipv6Conn) ReadFrom(b []byte) (int, PacketInfo, error) {
 // batch at one that fails, or the call with EAGAIN, with good datagrams
 // still queued behind it, which no new edge of the poller would announce.
 // So a short batch looks at the head of the queue (one ioctl) before it
-// waits.
+// waits. (The ioctl gives the head datagram's length: an empty datagram
+// behind a refused one still waits for the next arrival.)
 func (c *ipv6Conn) Receive(fn func(payload []byte, info PacketInfo)) error {
 	if c.receiving.read == nil {
 		c.receiving.read = func(fd uintptr) bool { return c.receiveReady(fd) }
@@ -149,15 +157,18 @@ func (c *ipv6Conn) Receive(fn func(payload []byte, info PacketInfo)) error {
 }
 
 // receiveReady reads what the socket fd holds, for Receive; false: wait
-// for the poller.
+// for the poller. It returns to the caller after a batch's worth of
+// datagrams, received or refused, so that a flood cannot keep it from
+// seeing that it should stop.
 func (c *ipv6Conn) receiveReady(fd uintptr) bool {
-	for {
+	for taken := 0; taken < len(c.batch.hdrs); {
 		n, errno := c.batch.recv(fd)
 		switch errno {
 		case 0:
 		case unix.EAGAIN:
 			if queued(fd) > 0 {
-				continue // a bad checksum ended the call, not an empty queue
+				taken++ // a refused checksum ended the call, not an empty queue
+				continue
 			}
 			return false
 		case unix.EINTR:
@@ -171,26 +182,26 @@ func (c *ipv6Conn) receiveReady(fd uintptr) bool {
 				c.receiving.fn(c.batch.datagram(i), info)
 			}
 		}
-		if n == len(c.batch.hdrs) {
-			return true // full: back to the caller
-		}
-		if queued(fd) == 0 {
+		taken += n
+		if n < len(c.batch.hdrs) && queued(fd) == 0 {
 			return false
 		}
 	}
+	return true // a batch's worth: back to the caller
 }
 
 // packetInfo is what datagram i of the batch said of itself.
 func (c *ipv6Conn) packetInfo(i int) (PacketInfo, bool) {
 	oob, whole := c.batch.control(i)
-	if !whole {
+	name := &c.batch.names[i]
+	if !whole || c.batch.hdrs[i].Hdr.Namelen != unix.SizeofSockaddrInet6 || name.Family != unix.AF_INET6 {
 		return PacketInfo{}, false
 	}
 	info, ok := parseIPv6Control(oob)
 	if !ok {
 		return PacketInfo{}, false
 	}
-	info.Src = netip.AddrFrom16(c.batch.names[i].Addr)
+	info.Src = netip.AddrFrom16(name.Addr)
 	return info, true
 }
 
