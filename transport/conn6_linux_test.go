@@ -5,8 +5,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -437,45 +435,7 @@ func TestIPv6ReceiveBatchesAndReports(t *testing.T) {
 func TestIPv6ReceiveAllocatesNothing(t *testing.T) {
 	a, b := twoHosts6(t, false)
 	ca, cb := a.listen(t, false), b.listen(t, false)
-	r, ok := cb.(Receiver)
-	if !ok {
-		t.Fatalf("the IPv6 Conn %T is not a Receiver", cb)
-	}
-	pkt := encode6(t, a.ll, vrrp.GroupIPv6)
-	// Far off: it only stops a Receive that would wait for ever.
-	cb.SetReadDeadline(time.Now().Add(patience))
-	var received int
-	count := func(p []byte, info PacketInfo) {
-		if len(p) == len(pkt) && info.TTL == 255 {
-			received++
-		}
-	}
-	// A sender that never stops, so that every Receive finds a full
-	// batch however the kernel paces delivery; it allocates nothing
-	// either.
-	var stop atomic.Bool
-	sent := make(chan struct{})
-	go func() {
-		defer close(sent)
-		for !stop.Load() {
-			if err := ca.WriteTo(pkt, vrrp.GroupIPv6); err != nil {
-				t.Error(err)
-				return
-			}
-			runtime.Gosched()
-		}
-	}()
-	defer func() { stop.Store(true); <-sent }()
-	n := testing.AllocsPerRun(50, func() {
-		for before := received; received < before+receiveBatch; {
-			if err := r.Receive(count); err != nil {
-				t.Fatalf("Receive: %v", err)
-			}
-		}
-	})
-	if n != 0 {
-		t.Errorf("Receive allocates %v times a batch of %d adverts, want none", n, receiveBatch)
-	}
+	receiveAllocs(t, ca, cb, encode6(t, a.ll, vrrp.GroupIPv6), vrrp.GroupIPv6)
 }
 
 // A datagram the kernel refuses for its checksum ends a batch with good

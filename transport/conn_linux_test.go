@@ -239,8 +239,17 @@ func TestReceiveBatchesAndWaits(t *testing.T) {
 func TestReceiveAllocatesNothing(t *testing.T) {
 	l := newLab(t, 2)
 	a, b := listenOn(t, l, 1, false), listenOn(t, l, 2, false)
-	r := b.(Receiver)
-	pkt := encode(t, l.NodeAddr(1), vrrp.GroupIPv4)
+	receiveAllocs(t, a, b, encode(t, l.NodeAddr(1), vrrp.GroupIPv4), vrrp.GroupIPv4)
+}
+
+// receiveAllocs fails t if b's Receive allocates while it reads pkt, sent
+// by a to dst.
+func receiveAllocs(t *testing.T, a, b Conn, pkt []byte, dst netip.Addr) {
+	t.Helper()
+	r, ok := b.(Receiver)
+	if !ok {
+		t.Fatalf("the Conn %T is not a Receiver", b)
+	}
 	// Far off: it only stops a Receive that would wait for ever.
 	b.SetReadDeadline(time.Now().Add(10 * time.Second))
 	var received int
@@ -257,7 +266,7 @@ func TestReceiveAllocatesNothing(t *testing.T) {
 	go func() {
 		defer close(sent)
 		for !stop.Load() {
-			if err := a.WriteTo(pkt, vrrp.GroupIPv4); err != nil {
+			if err := a.WriteTo(pkt, dst); err != nil {
 				t.Error(err)
 				return
 			}
