@@ -68,7 +68,7 @@ func listen6(ifi *net.Interface, opts Options) (Conn, error) {
 		raw.Close()
 		return nil, fmt.Errorf("transport: VRRP socket on %s: %w", ifi.Name, err)
 	}
-	c := &ipv6Conn{ifi: ifi, pc: ipv6.NewPacketConn(raw), rc: rc, batch: newRawBatch6(receiveBatch, maxDatagram6, controlRoom)}
+	c := &ipv6Conn{ifi: ifi, pc: ipv6.NewPacketConn(raw), rc: rc, batch: newRawBatch(receiveBatch, maxDatagram6).withControl(controlRoom).withNames6()}
 	// The source goes in IPV6_PKTINFO of every send; without a zone, the
 	// interface index says which link a link-local source (or group) is on.
 	c.cm = ipv6.ControlMessage{Src: net.IP(opts.Source.WithZone("").AsSlice()), IfIndex: ifi.Index}
@@ -171,8 +171,6 @@ func (c *ipv6Conn) receiveReady(fd uintptr) bool {
 				continue
 			}
 			return false
-		case unix.EINTR:
-			continue
 		default:
 			c.receiving.err = os.NewSyscallError("recvmmsg", errno)
 			return true

@@ -183,27 +183,23 @@ func (c *ipv4Conn) Receive(fn func(payload []byte, info PacketInfo)) error {
 // receiveReady reads what the socket fd holds, for Receive; false: wait
 // for the poller.
 func (c *ipv4Conn) receiveReady(fd uintptr) bool {
-	for {
-		n, errno := c.batch.recv(fd)
-		switch errno {
-		case 0:
-		case unix.EAGAIN:
-			return false
-		case unix.EINTR:
-			continue
-		default:
-			c.receiving.err = os.NewSyscallError("recvmmsg", errno)
-			return true
-		}
-		for i := range n {
-			if payload, info, ok := parseIPv4(c.batch.datagram(i)); ok {
-				info.IfIndex = c.ifi.Index
-				c.receiving.fn(payload, info)
-			}
-		}
-		// Short: the socket is empty; full: back to the caller.
-		return n == len(c.batch.hdrs)
+	n, errno := c.batch.recv(fd)
+	switch errno {
+	case 0:
+	case unix.EAGAIN:
+		return false
+	default:
+		c.receiving.err = os.NewSyscallError("recvmmsg", errno)
+		return true
 	}
+	for i := range n {
+		if payload, info, ok := parseIPv4(c.batch.datagram(i)); ok {
+			info.IfIndex = c.ifi.Index
+			c.receiving.fn(payload, info)
+		}
+	}
+	// Short: the socket is empty; full: back to the caller.
+	return n == len(c.batch.hdrs)
 }
 
 // parseIPv4 splits a datagram into its payload and what its IPv4 header

@@ -18,8 +18,7 @@ import (
 // It is not the poller's: an advert queued there must wake nobody.
 type quietSocket struct {
 	fd    int
-	batch *rawBatch
-	oob   [][]byte
+	batch *rawBatch // with each datagram's arrival time in its control messages
 	since time.Time // when the queue was last emptied
 	// capacity is the receive buffer the kernel granted.
 	capacity int
@@ -173,10 +172,7 @@ func (c *ipv4Conn) openQuiet() (*quietSocket, error) {
 	}
 	// since starts now: a wall clock stepped before the first read must
 	// not age what waits there.
-	q := &quietSocket{fd: fd, batch: newRawBatch(receiveBatch, maxDatagram), oob: make([][]byte, receiveBatch), since: time.Now(), capacity: granted}
-	for i := range q.oob {
-		q.oob[i] = make([]byte, oobLen)
-	}
+	q := &quietSocket{fd: fd, batch: newRawBatch(receiveBatch, maxDatagram).withControl(oobLen), since: time.Now(), capacity: granted}
 	// Whatever arrived before the filter was set.
 	for {
 		if _, errno := q.batch.recv(uintptr(fd)); errno != 0 {
@@ -204,17 +200,11 @@ func (c *ipv4Conn) ReadQuiet(fn func(payload []byte, info PacketInfo, at time.Ti
 	start := time.Now()
 	defer func() { q.since = start }()
 	for {
-		for i := range q.batch.hdrs {
-			q.batch.hdrs[i].Hdr.Control = &q.oob[i][0]
-			q.batch.hdrs[i].Hdr.SetControllen(len(q.oob[i]))
-		}
 		n, errno := q.batch.recv(uintptr(q.fd))
 		switch errno {
 		case 0:
 		case unix.EAGAIN:
 			return nil
-		case unix.EINTR:
-			continue
 		default:
 			return os.NewSyscallError("recvmmsg", errno)
 		}
@@ -226,7 +216,8 @@ func (c *ipv4Conn) ReadQuiet(fn func(payload []byte, info PacketInfo, at time.Ti
 			}
 			info.IfIndex = c.ifi.Index
 			at := now
-			if stamp, ok := timestampNS(q.oob[i][:q.batch.hdrs[i].Hdr.Controllen]); ok {
+			oob, _ := q.batch.control(i)
+			if stamp, ok := timestampNS(oob); ok {
 				var span, wallSpan time.Duration
 				if !q.since.IsZero() {
 					span, wallSpan = now.Sub(q.since), now.Round(0).Sub(q.since.Round(0))

@@ -31,15 +31,16 @@ func rawRead(fd uintptr, b []byte) (int, error) {
 	return int(n), nil
 }
 
-// rawBatch receives up to len(bufs) datagrams with one recvmmsg(2); an
-// IPv6 batch also takes each datagram's source (names) and control
-// messages (oobs), which an IPv4 one finds in the IP header.
+// rawBatch receives up to len(bufs) datagrams with one recvmmsg(2). With
+// withControl, each datagram also gets its control messages (oobs); with
+// withNames6 its IPv6 source (names), which an IPv4 datagram has in its
+// header.
 type rawBatch struct {
 	hdrs  []unix.Mmsghdr
 	iovs  []unix.Iovec
 	bufs  [][]byte
-	names []unix.RawSockaddrInet6
 	oobs  [][]byte
+	names []unix.RawSockaddrInet6
 }
 
 func newRawBatch(n, size int) *rawBatch {
@@ -54,16 +55,21 @@ func newRawBatch(n, size int) *rawBatch {
 	return b
 }
 
-// newRawBatch6 is newRawBatch with room for each datagram's IPv6 source
-// and oobSize bytes of control messages.
-func newRawBatch6(n, size, oobSize int) *rawBatch {
-	b := newRawBatch(n, size)
-	b.names = make([]unix.RawSockaddrInet6, n)
-	b.oobs = make([][]byte, n)
+// withControl gives each datagram of b oobSize bytes of control messages.
+func (b *rawBatch) withControl(oobSize int) *rawBatch {
+	b.oobs = make([][]byte, len(b.hdrs))
 	for i := range b.hdrs {
 		b.oobs[i] = make([]byte, oobSize)
-		b.hdrs[i].Hdr.Name = (*byte)(unsafe.Pointer(&b.names[i]))
 		b.hdrs[i].Hdr.Control = &b.oobs[i][0]
+	}
+	return b
+}
+
+// withNames6 gives each datagram of b room for its IPv6 source.
+func (b *rawBatch) withNames6() *rawBatch {
+	b.names = make([]unix.RawSockaddrInet6, len(b.hdrs))
+	for i := range b.hdrs {
+		b.hdrs[i].Hdr.Name = (*byte)(unsafe.Pointer(&b.names[i]))
 	}
 	return b
 }
@@ -71,18 +77,28 @@ func newRawBatch6(n, size, oobSize int) *rawBatch {
 // recv fills the batch from the non-blocking socket fd; datagram i is
 // bufs[i][:hdrs[i].Len].
 func (b *rawBatch) recv(fd uintptr) (int, unix.Errno) {
-	// The kernel writes back the lengths of the name and the control
-	// messages it filled in: give each its whole room again.
-	for i := range b.names {
+	// The kernel writes back the lengths of the control messages and the
+	// name it filled in: give each its whole room again.
+	for i := range b.hdrs {
 		h := &b.hdrs[i].Hdr
-		h.Namelen, h.Flags = unix.SizeofSockaddrInet6, 0
-		h.SetControllen(len(b.oobs[i]))
+		h.Flags = 0
+		if b.oobs != nil {
+			h.SetControllen(len(b.oobs[i]))
+		}
+		if b.names != nil {
+			h.Namelen = unix.SizeofSockaddrInet6
+		}
 	}
-	n, _, errno := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.hdrs[0])), uintptr(len(b.hdrs)), unix.MSG_DONTWAIT, 0, 0)
-	if errno != 0 {
-		return 0, errno
+	for {
+		n, _, errno := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.hdrs[0])), uintptr(len(b.hdrs)), unix.MSG_DONTWAIT, 0, 0)
+		switch errno {
+		case 0:
+			return int(n), 0
+		case unix.EINTR:
+		default:
+			return 0, errno
+		}
 	}
-	return int(n), 0
 }
 
 func (b *rawBatch) datagram(i int) []byte { return b.bufs[i][:b.hdrs[i].Len] }
