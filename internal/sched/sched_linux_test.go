@@ -56,13 +56,15 @@ func realtimeChild(t *testing.T) {
 		}
 	}
 	// A thread that lost the policy (as a new runtime thread does) gets it
-	// back from Keep.
+	// back from Keep. The runtime may start threads of its own at any time
+	// (the exec above does), and those start on the ordinary scheduler too,
+	// so Keep may fix more than the one made ordinary here: at least one.
 	tid := tids[len(tids)-1]
 	if err := Normal(tid); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := Keep(RoundRobin, 5); err != nil || n != 1 {
-		t.Errorf("Keep = %d, %v; want 1 thread fixed", n, err)
+	if n, err := Keep(RoundRobin, 5); err != nil || n < 1 {
+		t.Errorf("Keep = %d, %v; want at least the 1 thread made ordinary fixed", n, err)
 	}
 	if pol, _, _ := Of(tid); pol != unix.SCHED_RR {
 		t.Errorf("thread %d after Keep: policy %d", tid, pol)
