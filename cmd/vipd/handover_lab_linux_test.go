@@ -162,6 +162,14 @@ func TestLabPlannedMoveToKeepalived(t *testing.T) {
 	interval := 100 * time.Millisecond
 	c := newCluster(t, interval, lab.Vipd, lab.Keepalived)
 	c.waitOnlyHolder(1)
+	// keepalived starts more slowly than vipd: under load its VRRP child
+	// may not listen yet when vipd already holds the VIP, and a priority 0
+	// it never heard is no hand-over to judge. Wait until it is a Backup
+	// that has heard a few adverts.
+	if !c.waitLog(2, "Entering BACKUP STATE") {
+		t.Fatal("keepalived did not enter BACKUP")
+	}
+	time.Sleep(5 * interval)
 	p := c.startProbingEvery(handoverProbe)
 	start := time.Now()
 	if err := c.daemons[1].Stop(10 * time.Second); err != nil {
