@@ -848,8 +848,19 @@ func TestLabOperateUndrainEqualPrioritiesKeepsVIP(t *testing.T) {
 	if s := c.mon.State(); s.OnlyHolder() != 1 {
 		t.Errorf("holders %v after the undrain, want n1 alone", s.Holders)
 	}
-	// Make-before-break: n1 adds the VIP before n2 removes it.
-	if moves := c.opVIPMoves(start); strings.Join(moves, " ") != "+n1 -n2" {
+	// Make-before-break: n1 adds the VIP before n2 removes it. The lab
+	// stamps each namespace's address events in its own goroutine, so under
+	// load two events a few milliseconds apart may be stamped out of order:
+	// n2's own account (it removes only once it has seen n1 take over) and
+	// an inversion shorter than the stamping's jitter are accepted.
+	moves := c.opVIPMoves(start)
+	added, _ := c.opVIPEvent(lab.VIPAdded, 1, start)
+	removed, _ := c.opVIPEvent(lab.VIPRemoved, 2, start)
+	switch joined := strings.Join(moves, " "); {
+	case joined == "+n1 -n2":
+	case joined == "-n2 +n1" && added.Sub(removed) < monitorStampJitter && c.logHas(2, "handover done: the successor took over"):
+		t.Logf("the lab stamped n2's removal %v before n1's add; n2 logged the successor's takeover first", added.Sub(removed).Round(time.Microsecond))
+	default:
 		t.Errorf("the VIP moved %v since the drain, want exactly once, n2 to n1, n1 first", moves)
 	}
 	if n := c.mon.AdvertsFrom(2, undrained.Add(50*time.Millisecond), time.Now()); n != 0 {
@@ -863,6 +874,10 @@ func TestLabOperateUndrainEqualPrioritiesKeepsVIP(t *testing.T) {
 		t.Errorf("the drain mark %s is still there after undrain", path)
 	}
 }
+
+// monitorStampJitter bounds how far apart the lab may stamp two address
+// events of different namespaces out of their order.
+const monitorStampJitter = 5 * time.Millisecond
 
 func opFileExists(path string) bool {
 	_, err := os.Stat(path)
