@@ -260,3 +260,34 @@ func TestMonitorIgnoresOwnFrames(t *testing.T) {
 		t.Fatal("A's monitor reported nothing")
 	}
 }
+
+// A Master probes for a second owner every second: a probe allocates
+// nothing, or each would be garbage for the collector to wake for. Each
+// leaves the interface, so the calls measured did send.
+func TestProbeAllocatesNothing(t *testing.T) {
+	nstest.RequireRoot(t, "sudo go test ./arp")
+	a, _ := twoHosts(t)
+	ann := a.dial(t)
+	if err := ann.Probe(testVIP, addrA.Addr()); err != nil { // builds the frame once
+		t.Fatalf("Probe: %v", err)
+	}
+	sent := func() uint64 {
+		l, err := a.h.LinkByName("vipa")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Attrs().Statistics.TxPackets
+	}
+	before := sent()
+	const runs = 50
+	if n := testing.AllocsPerRun(runs, func() {
+		if err := ann.Probe(testVIP, addrA.Addr()); err != nil {
+			t.Fatalf("Probe: %v", err)
+		}
+	}); n != 0 {
+		t.Errorf("Probe allocates %v times a probe, want none", n)
+	}
+	if got := sent() - before; got < runs {
+		t.Errorf("%d frames left the interface for %d probes", got, runs)
+	}
+}

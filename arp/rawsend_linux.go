@@ -3,6 +3,7 @@ package arp
 import (
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"unsafe"
 
@@ -19,6 +20,17 @@ type rawSendConn struct {
 	*packet.Conn
 	rc      syscall.RawConn
 	ifindex int
+
+	mu sync.Mutex // the instances of an interface share its announcer
+	// sa, frame, n and errno are the arguments and results of send, the
+	// call given to the poller, made once: a closure made at each frame
+	// escapes to the heap with what it holds, and a Master probes every
+	// second.
+	sa    unix.RawSockaddrLinklayer
+	frame []byte
+	n     uintptr
+	errno unix.Errno
+	send  func(fd uintptr) bool
 }
 
 func newRawSendConn(c *packet.Conn, ifi *net.Interface) (net.PacketConn, error) {
@@ -26,7 +38,13 @@ func newRawSendConn(c *packet.Conn, ifi *net.Interface) (net.PacketConn, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &rawSendConn{Conn: c, rc: rc, ifindex: ifi.Index}, nil
+	s := &rawSendConn{Conn: c, rc: rc, ifindex: ifi.Index}
+	s.send = func(fd uintptr) bool {
+		s.n, _, s.errno = unix.RawSyscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&s.frame[0])), uintptr(len(s.frame)),
+			unix.MSG_DONTWAIT, uintptr(unsafe.Pointer(&s.sa)), unix.SizeofSockaddrLinklayer)
+		return s.errno != unix.EAGAIN && s.errno != unix.EINTR
+	}
+	return s, nil
 }
 
 // WriteTo sends the Ethernet frame b (its header included, packet.Raw) to
@@ -36,22 +54,20 @@ func (c *rawSendConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	if !ok || len(pa.HardwareAddr) > 8 || len(b) == 0 {
 		return c.Conn.WriteTo(b, addr)
 	}
-	sa := unix.RawSockaddrLinklayer{Family: unix.AF_PACKET, Protocol: htons(unix.ETH_P_ARP), Ifindex: int32(c.ifindex), Halen: uint8(len(pa.HardwareAddr))}
-	copy(sa.Addr[:], pa.HardwareAddr)
-	var n uintptr
-	var errno unix.Errno
-	err := c.rc.Write(func(fd uintptr) bool {
-		n, _, errno = unix.RawSyscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)),
-			unix.MSG_DONTWAIT, uintptr(unsafe.Pointer(&sa)), unix.SizeofSockaddrLinklayer)
-		return errno != unix.EAGAIN && errno != unix.EINTR
-	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sa = unix.RawSockaddrLinklayer{Family: unix.AF_PACKET, Protocol: htons(unix.ETH_P_ARP), Ifindex: int32(c.ifindex), Halen: uint8(len(pa.HardwareAddr))}
+	copy(c.sa.Addr[:], pa.HardwareAddr)
+	c.frame = b
+	err := c.rc.Write(c.send)
+	c.frame = nil // not kept past the call
 	if err != nil {
 		return 0, err
 	}
-	if errno != 0 {
-		return 0, &net.OpError{Op: "write", Net: "packet", Addr: addr, Err: os.NewSyscallError("sendto", errno)}
+	if c.errno != 0 {
+		return 0, &net.OpError{Op: "write", Net: "packet", Addr: addr, Err: os.NewSyscallError("sendto", c.errno)}
 	}
-	return int(n), nil
+	return int(c.n), nil
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
