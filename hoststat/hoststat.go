@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -90,22 +91,38 @@ type CPUTimes struct {
 
 // ParseProcStat reads the aggregate "cpu" line of /proc/stat. Kernels
 // before 2.6.11 have no steal column: it reads as zero.
-func ParseProcStat(text string) (CPUTimes, error) {
-	for line := range strings.Lines(text) {
-		f := strings.Fields(line)
-		if len(f) == 0 || f[0] != "cpu" {
+func ParseProcStat(text string) (CPUTimes, error) { return parseProcStat(text) }
+
+// parseProcStat is ParseProcStat on the file's text as read: the daemon
+// reads /proc/stat every few seconds, and parsing it allocates nothing
+// (no string of the whole file, no slice of its fields).
+func parseProcStat[T ~string | ~[]byte](text T) (CPUTimes, error) {
+	for len(text) > 0 {
+		line := text
+		if i := indexByte(text, '\n'); i >= 0 {
+			line, text = text[:i], text[i+1:]
+		} else {
+			text = text[:0]
+		}
+		name, rest := nextField(line)
+		if string(name) != "cpu" {
 			continue
 		}
-		if len(f) < 6 {
-			return CPUTimes{}, fmt.Errorf("%w /proc/stat cpu line: %d fields", ErrMalformed, len(f)-1)
-		}
 		var v [8]uint64
-		for i := 0; i < len(v) && i+1 < len(f); i++ {
-			x, err := strconv.ParseUint(f[i+1], 10, 64)
-			if err != nil {
-				return CPUTimes{}, fmt.Errorf("%w /proc/stat cpu field %d %q", ErrMalformed, i+1, f[i+1])
+		n := 0
+		for field := range 8 {
+			var f T
+			if f, rest = nextField(rest); len(f) == 0 {
+				break
 			}
-			v[i] = x
+			x, ok := parseUint(f)
+			if !ok {
+				return CPUTimes{}, fmt.Errorf("%w /proc/stat cpu field %d %q", ErrMalformed, field+1, string(f))
+			}
+			v[field], n = x, field+1
+		}
+		if n < 5 {
+			return CPUTimes{}, fmt.Errorf("%w /proc/stat cpu line: %d fields", ErrMalformed, n)
 		}
 		var t CPUTimes
 		for _, x := range v {
@@ -115,6 +132,44 @@ func ParseProcStat(text string) (CPUTimes, error) {
 		return t, nil
 	}
 	return CPUTimes{}, fmt.Errorf("%w /proc/stat: no aggregate cpu line", ErrMalformed)
+}
+
+func indexByte[T ~string | ~[]byte](s T, c byte) int {
+	for i := range len(s) {
+		if s[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// nextField splits off s's first field, separated by spaces or tabs.
+func nextField[T ~string | ~[]byte](s T) (field, rest T) {
+	i := 0
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	j := i
+	for j < len(s) && s[j] != ' ' && s[j] != '\t' {
+		j++
+	}
+	return s[i:j], s[j:]
+}
+
+// parseUint parses a decimal counter; false: not one, or past 64 bits.
+func parseUint[T ~string | ~[]byte](s T) (uint64, bool) {
+	if len(s) == 0 {
+		return 0, false
+	}
+	var x uint64
+	for i := range len(s) {
+		d := s[i] - '0'
+		if d > 9 || x > (math.MaxUint64-uint64(d))/10 {
+			return 0, false
+		}
+		x = x*10 + uint64(d)
+	}
+	return x, true
 }
 
 // CPUShare is the share of CPU time stolen and spent in IO wait between two

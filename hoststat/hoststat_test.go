@@ -76,10 +76,22 @@ func TestParseProcStat(t *testing.T) {
 	if d := cmp.Diff(CPUTimes{Total: 1170, IOWait: 20}, old); d != "" {
 		t.Errorf("without a steal column (-want +got):\n%s", d)
 	}
-	for _, text := range []string{"", "cpu0 1 2 3 4 5\n", "cpu 1 2 3\n", "cpu 1 2 x 4 5 6 7 8\n"} {
+	for _, text := range []string{"", "cpu0 1 2 3 4 5\n", "cpu 1 2 3\n", "cpu 1 2 x 4 5 6 7 8\n", "cpu 1 2 3 4 18446744073709551616\n", "cpu 1 2 -3 4 5\n"} {
 		if _, err := ParseProcStat(text); !errors.Is(err, ErrMalformed) {
 			t.Errorf("ParseProcStat(%q): %v, want ErrMalformed", text, err)
 		}
+		if _, err := parseProcStat([]byte(text)); !errors.Is(err, ErrMalformed) {
+			t.Errorf("parseProcStat(%q) as bytes: %v, want ErrMalformed", text, err)
+		}
+	}
+	// The daemon parses the bytes it read: the same answer.
+	fromBytes, err := parseProcStat([]byte(fixture(t, "stat-a")))
+	if err != nil || fromBytes != got {
+		t.Errorf("from bytes: %+v, %v; want %+v", fromBytes, err, got)
+	}
+	// Tabs separate as spaces do; a line without a newline ends the text.
+	if tabs, err := ParseProcStat("intr 5\ncpu\t1 2\t3 4 5 6 7 8 9 10"); err != nil || tabs != (CPUTimes{Total: 36, IOWait: 5, Steal: 8}) {
+		t.Errorf("tabs and no newline: %+v, %v", tabs, err)
 	}
 }
 

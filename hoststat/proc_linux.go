@@ -42,16 +42,21 @@ type statFile struct {
 	fd   int // -1: not open
 	keep bool
 	buf  []byte
+	// path is root's stat, joined once: the file is read every few seconds.
+	root, path string
 }
 
 func newStatFile() statFile { return statFile{fd: -1} }
 
 func (f *statFile) readCPUTimes(root string) (CPUTimes, error) {
-	b, err := f.read(filepath.Join(root, "stat"))
+	if f.root != root || f.path == "" {
+		f.root, f.path = root, filepath.Join(root, "stat")
+	}
+	b, err := f.read(f.path)
 	if err != nil {
 		return CPUTimes{}, err
 	}
-	return ParseProcStat(string(b))
+	return parseProcStat(b)
 }
 
 // read returns the whole file. A failure closes it, so that the next call

@@ -32,3 +32,19 @@ func TestStatFileKeptOpenReadsAfresh(t *testing.T) {
 		t.Errorf("the CPU times never moved over 200 readings: %+v", later)
 	}
 }
+
+// The daemon reads /proc/stat every few seconds as it goes: a reading
+// allocates nothing, or each would be garbage for the collector to wake for.
+func TestStatFileReadAllocatesNothing(t *testing.T) {
+	f := newStatFile()
+	if _, err := f.readCPUTimes("/proc"); err != nil {
+		t.Skipf("no /proc here: %v", err)
+	}
+	var err error
+	if n := testing.AllocsPerRun(100, func() { _, err = f.readCPUTimes("/proc") }); n != 0 {
+		t.Errorf("a reading allocates %v times, want none", n)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
