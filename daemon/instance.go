@@ -23,10 +23,18 @@ import (
 // address when no link event arrives.
 const waitRetry = time.Second
 
-// claimQueue bounds the claims of a second owner waiting for an instance:
-// room for a second Master's gratuitous ARPs for a dozen VIPs, each
-// counted; in a storm beyond, the next one will do.
-const claimQueue = 64
+// claimsPerVIP and maxClaimQueue bound the claims of a second owner
+// waiting for an instance: room for a second Master's burst of gratuitous
+// ARPs for each of its VIPs (the policy judges a burst as one conflict); in
+// a storm beyond, the next one will do. Sized by the VIPs, not for the
+// most any instance could have: a host with hundreds of one-VIP groups
+// would otherwise hold kilobytes of empty queue per group.
+const (
+	claimsPerVIP  = 8
+	maxClaimQueue = 64
+)
+
+func claimQueue(vips int) int { return min(max(vips, 1)*claimsPerVIP, maxClaimQueue) }
 
 // counters are read by status while the instance runs.
 type counters struct {
@@ -106,8 +114,9 @@ type instance struct {
 	wake      Timer
 	dueAt     [4]time.Time
 	policyDue time.Time
-	// policyActions is tickPolicy's buffer.
+	// policyActions is tickPolicy's buffer, actions loop's.
 	policyActions []announce.Action
+	actions       []vrrp.Action
 	firesAt       time.Time
 	kernelTimers  bool
 	waking        bool // onWake is running what is due (rearm waits for it)
@@ -183,7 +192,7 @@ func newInstance(ic config.Instance, pools pools, stateDir string, log *slog.Log
 		ready:          make(chan struct{}),
 		stopped:        make(chan struct{}),
 		packets:        make(chan *received, 64),
-		claims:         make(chan arp.Claim, claimQueue),
+		claims:         make(chan arp.Claim, claimQueue(len(ic.VIPs))),
 		drops:          newDropLog(dropLogPerSource, dropLogPerReason, dropLogWindow),
 	}
 	in.filter.Store(&readFilter{peers: ic.UnicastPeers})
@@ -295,43 +304,9 @@ func (in *instance) run(ctx context.Context) error {
 	in.wake = in.newTimer()
 	defer in.closeTimer()
 	for {
-		ifi, up, err := in.waitLink(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return in.stop()
-			}
+		stop, err := in.begin(ctx)
+		if stop || err != nil {
 			return err
-		}
-		if err := in.open(ifi); err != nil {
-			return err
-		}
-		if in.m == nil {
-			if in.m, err = vrrp.NewMachine(in.machineConfig(in.cfg), clock{in.clockNow}); err != nil {
-				in.close()
-				return err
-			}
-			in.policy = announce.New(policyConfig(in.cfg, in.ann.monitor != nil, in.probeEvery), ifi.HardwareAddr.String())
-			_, fault := in.health()
-			in.m.SetFault(fault, nil)
-			if r := in.resume; r != nil {
-				in.log.Info("resuming the previous process's state", "state", r.State, "held", r.Held)
-				// The resumed transition below is not a move.
-				in.counters.transitions.Store(r.Transitions - 1)
-				in.exec(in.m.Resume(up, r.State == vrrp.StateMaster.String() && r.Held, nil))
-				in.resume = nil
-			} else if in.adopt && in.adoptVIPs() {
-				in.exec(in.m.Adopt(up, nil))
-			} else {
-				in.exec(in.m.Start(up, nil))
-			}
-			in.adopt = false
-			if in.follow != "" && in.hooks.leaderOf != nil {
-				if ls, ok := in.hooks.leaderOf(in.follow); ok {
-					in.exec(in.followLeader(ls, nil))
-				}
-			}
-		} else {
-			in.exec(in.m.SetLink(up, nil))
 		}
 		in.markReady()
 		gone, err := in.loop(ctx)
@@ -341,10 +316,63 @@ func (in *instance) run(ctx context.Context) error {
 	}
 }
 
+// begin waits for the link, opens the sockets and starts (or, after the
+// link returned, resumes) the election. stop: ctx ended meanwhile, and the
+// instance stopped. Kept out of run, whose frame stays on the goroutine's
+// stack while loop waits: a small one lets the collector shrink the stack
+// of every idle instance (see Memory in the README).
+func (in *instance) begin(ctx context.Context) (stop bool, err error) {
+	ifi, up, err := in.waitLink(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return true, in.stop()
+		}
+		return false, err
+	}
+	if err := in.open(ifi); err != nil {
+		return false, err
+	}
+	if in.m != nil {
+		in.exec(in.m.SetLink(up, nil))
+		return false, nil
+	}
+	if in.m, err = vrrp.NewMachine(in.machineConfig(in.cfg), clock{in.clockNow}); err != nil {
+		in.close()
+		return false, err
+	}
+	in.policy = announce.New(policyConfig(in.cfg, in.ann.monitor != nil, in.probeEvery), ifi.HardwareAddr.String())
+	_, fault := in.health()
+	in.m.SetFault(fault, nil)
+	if r := in.resume; r != nil {
+		in.log.Info("resuming the previous process's state", "state", r.State, "held", r.Held)
+		// The resumed transition below is not a move.
+		in.counters.transitions.Store(r.Transitions - 1)
+		in.exec(in.m.Resume(up, r.State == vrrp.StateMaster.String() && r.Held, nil))
+		in.resume = nil
+	} else if in.adopt && in.adoptVIPs() {
+		in.exec(in.m.Adopt(up, nil))
+	} else {
+		in.exec(in.m.Start(up, nil))
+	}
+	in.adopt = false
+	if in.follow != "" && in.hooks.leaderOf != nil {
+		if ls, ok := in.hooks.leaderOf(in.follow); ok {
+			in.exec(in.followLeader(ls, nil))
+		}
+	}
+	return false, nil
+}
+
 // loop runs the election on an open socket until ctx ends (graceful stop,
 // returns false) or the link disappears (returns true: wait and reopen).
+// Each event is handled by a method of its own: loop's frame, small, is
+// what stays on the stack while the instance waits (see begin).
 func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
-	out := make([]vrrp.Action, 0, 16)
+	if in.actions == nil {
+		// On the heap: 16 actions on loop's stack would be half of it.
+		in.actions = make([]vrrp.Action, 0, 16)
+	}
+	out := in.actions
 	for {
 		out = out[:0]
 		in.checkQuiet()
@@ -356,59 +384,85 @@ func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
 		case <-ctx.Done():
 			return false, in.stop()
 		case p := <-in.packets:
-			in.receive(p, out)
-			in.sockets.free(p)
-			if in.hooks.tick != nil {
-				in.hooks.tick()
-			}
-			continue
+			in.onPacket(p, out)
 		case <-in.wake.C():
 			in.onWake(out)
-			continue
 		case c := <-in.claims:
 			in.catchUp(out)
 			in.onClaim(c)
-			continue
 		case cmd := <-in.cmds:
-			in.catchUp(out)
-			cmd()
-			if in.reopen {
-				if err := in.reopenVRRP(); err != nil {
-					in.stop()
-					return false, err
-				}
+			if err := in.onCommand(cmd, out); err != nil {
+				return false, err
 			}
-			continue
 		case st := <-in.trackerChanges:
 			in.catchUp(out)
 			in.onTracker(st)
 			in.clearQuiet()
-			continue
 		case ls := <-in.leaderCh:
-			in.catchUp(out)
-			in.clearQuiet()
-			out = in.followLeader(ls, out[:0])
+			in.onLeader(ls, out)
 		case ev := <-in.links:
-			in.catchUp(out)
-			in.clearQuiet()
-			out = in.onLinkEvent(ev, out[:0])
-			if ev.Kind == netif.LinkGone || (ev.Index != 0 && ev.Index != in.linkIndex && ev.Kind != netif.AddrAdded && ev.Kind != netif.AddrRemoved && ev.Kind != netif.AddrChanged) {
-				in.exec(out)
-				in.close()
-				in.log.Warn("interface gone; waiting for it to return")
+			if in.onLink(ev, out) {
 				return true, nil
 			}
 		case <-failed:
-			err := in.sock.err
-			if ctx.Err() != nil {
-				return false, in.stop()
-			}
-			in.stop()
-			return false, fmt.Errorf("reading adverts: %w", err)
+			return false, in.readFailed(ctx)
 		}
-		in.exec(out)
-		in.late = 0
 	}
+}
+
+func (in *instance) onPacket(p *received, out []vrrp.Action) {
+	in.receive(p, out)
+	in.sockets.free(p)
+	if in.hooks.tick != nil {
+		in.hooks.tick()
+	}
+}
+
+// onCommand runs a command on the loop; an error ends the instance.
+func (in *instance) onCommand(cmd func(), out []vrrp.Action) error {
+	in.catchUp(out)
+	cmd()
+	if in.reopen {
+		if err := in.reopenVRRP(); err != nil {
+			in.stop()
+			return err
+		}
+	}
+	return nil
+}
+
+func (in *instance) onLeader(ls leaderState, out []vrrp.Action) {
+	in.catchUp(out)
+	in.clearQuiet()
+	in.exec(in.followLeader(ls, out[:0]))
+	in.late = 0
+}
+
+// onLink handles a link or address event; gone: the interface went away
+// (or was replaced), the sockets are closed, and the loop must reopen.
+func (in *instance) onLink(ev netif.Event, out []vrrp.Action) (gone bool) {
+	in.catchUp(out)
+	in.clearQuiet()
+	out = in.onLinkEvent(ev, out[:0])
+	if ev.Kind == netif.LinkGone || (ev.Index != 0 && ev.Index != in.linkIndex && ev.Kind != netif.AddrAdded && ev.Kind != netif.AddrRemoved && ev.Kind != netif.AddrChanged) {
+		in.exec(out)
+		in.close()
+		in.log.Warn("interface gone; waiting for it to return")
+		return true
+	}
+	in.exec(out)
+	in.late = 0
+	return false
+}
+
+// readFailed ends the instance when its socket can no longer be read.
+func (in *instance) readFailed(ctx context.Context) error {
+	err := in.sock.err
+	if ctx.Err() != nil {
+		return in.stop()
+	}
+	in.stop()
+	return fmt.Errorf("reading adverts: %w", err)
 }
 
 func (in *instance) onLinkEvent(ev netif.Event, out []vrrp.Action) []vrrp.Action {
