@@ -108,14 +108,22 @@ func withoutAdopt(args []string) []string {
 	return out
 }
 
-// newKernelTimer gives the election loops timerfd timers, so an idle
-// daemon wakes only when one expires (see internal/ktimer).
-func newKernelTimer() (daemon.Timer, error) {
-	t, err := ktimer.New()
+// kernelTimers gives the election loops timerfd timers of one group, so
+// an idle daemon wakes only when one expires, with one goroutine waiting
+// for them all (see internal/ktimer). nil: the runtime's timers.
+func kernelTimers(log *slog.Logger) (newTimer func() (daemon.Timer, error), stop func()) {
+	g, err := ktimer.NewGroup()
 	if err != nil {
-		return nil, err // not a typed nil in the interface
+		log.Warn("kernel timers unavailable; using the runtime's", "error", err)
+		return nil, func() {}
 	}
-	return t, nil
+	return func() (daemon.Timer, error) {
+		t, err := g.New()
+		if err != nil {
+			return nil, err // not a typed nil in the interface
+		}
+		return t, nil
+	}, func() { g.Close() }
 }
 
 // adoptMarker, in the state directory, asks the next start to adopt the
@@ -193,6 +201,8 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, adopt boo
 		return 1, nil
 	}
 	defer links.Close()
+	newTimer, stopTimers := kernelTimers(log)
+	defer stopTimers()
 	env := daemon.Env{
 		Links:      links,
 		ListenVRRP: transport.Listen,
@@ -210,7 +220,7 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, adopt boo
 		},
 		HostStats:    host.Sample,
 		HostBaseline: host.Baseline,
-		NewTimer:     newKernelTimer,
+		NewTimer:     newTimer,
 		NewSpeaker: func(cfg bgp.Config, log *slog.Logger) (daemon.RouteSpeaker, error) {
 			return bgp.New(cfg, log)
 		},

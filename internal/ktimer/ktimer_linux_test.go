@@ -1,12 +1,26 @@
 package ktimer
 
 import (
+	"fmt"
+	"os"
+	"runtime"
 	"testing"
 	"time"
 )
 
+// newGroup is a group closed at the end of the test.
+func newGroup(t *testing.T) *Group {
+	t.Helper()
+	g, err := NewGroup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
 func TestTimerFiresAfterItsDelay(t *testing.T) {
-	tm, err := New()
+	tm, err := newGroup(t).New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +38,7 @@ func TestTimerFiresAfterItsDelay(t *testing.T) {
 }
 
 func TestStopAndResetLater(t *testing.T) {
-	tm, err := New()
+	tm, err := newGroup(t).New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +64,7 @@ func TestStopAndResetLater(t *testing.T) {
 }
 
 func TestZeroResetFiresAtOnce(t *testing.T) {
-	tm, err := New()
+	tm, err := newGroup(t).New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +78,7 @@ func TestZeroResetFiresAtOnce(t *testing.T) {
 }
 
 func TestCloseEndsTheTimer(t *testing.T) {
-	tm, err := New()
+	tm, err := newGroup(t).New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +94,7 @@ func TestCloseEndsTheTimer(t *testing.T) {
 // Each expiry is read once and the next one wakes the waiter again, with
 // no read in between that heard EAGAIN: the poller's edge does it.
 func TestTimerFiresAgainAfterEachExpiry(t *testing.T) {
-	tm, err := New()
+	tm, err := newGroup(t).New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +123,7 @@ func TestTimerFiresAgainAfterEachExpiry(t *testing.T) {
 // A Master moves its timer at every advert: moving it allocates nothing,
 // or each advert would be garbage for the collector to wake for.
 func TestResetAndStopAllocateNothing(t *testing.T) {
-	tm, err := New()
+	tm, err := newGroup(t).New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,5 +133,192 @@ func TestResetAndStopAllocateNothing(t *testing.T) {
 		tm.Stop()
 	}); n != 0 {
 		t.Errorf("Reset and Stop allocate %v times, want none", n)
+	}
+}
+
+// A group's timers fire each after its own delay, in their order, with one
+// goroutine for all of them.
+func TestGroupTimersFireIndependently(t *testing.T) {
+	g := newGroup(t)
+	before := runtime.NumGoroutine()
+	const n = 50
+	timers := make([]*Timer, n)
+	for i := range timers {
+		tm, err := g.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tm.Close()
+		timers[i] = tm
+	}
+	if got := runtime.NumGoroutine() - before; got > 0 {
+		t.Errorf("%d timers started %d goroutines, want none (the group's waiter serves them)", n, got)
+	}
+	start := time.Now()
+	for i, tm := range timers {
+		tm.Reset(time.Duration(10+2*i) * time.Millisecond)
+	}
+	// Every second timer is stopped: it must not fire.
+	for i := 1; i < n; i += 2 {
+		timers[i].Stop()
+	}
+	for i := 0; i < n; i += 2 {
+		select {
+		case at := <-timers[i].C():
+			if want := time.Duration(10+2*i) * time.Millisecond; at.Sub(start) < want {
+				t.Errorf("timer %d fired after %v, before its %v", i, at.Sub(start), want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("timer %d did not fire", i)
+		}
+	}
+	for i := 1; i < n; i += 2 {
+		select {
+		case <-timers[i].C():
+			t.Errorf("stopped timer %d fired", i)
+		default:
+		}
+	}
+}
+
+// A closed timer's descriptor may be the kernel's next one: the new timer
+// gets its own expiries, the closed one none.
+func TestGroupClosedTimerHearsNothing(t *testing.T) {
+	g := newGroup(t)
+	old, err := g.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Reset(time.Millisecond)
+	time.Sleep(10 * time.Millisecond) // expired, maybe not read yet
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	drainNow(old.C()) // an expiry read before Close
+	fresh, err := g.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	fresh.Reset(5 * time.Millisecond)
+	select {
+	case <-fresh.C():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the new timer did not fire")
+	}
+	select {
+	case <-old.C():
+		t.Error("the closed timer fired")
+	case <-time.After(20 * time.Millisecond):
+	}
+}
+
+func drainNow(c <-chan time.Time) {
+	for {
+		select {
+		case <-c:
+		default:
+			return
+		}
+	}
+}
+
+// A timer whose receiver is busy does not hold up the others: its second
+// expiry, while the first waits unread, is not queued (the first already
+// tells the receiver to look at its deadlines), and the group goes on.
+func TestGroupBusyReceiverBlocksNobody(t *testing.T) {
+	g := newGroup(t)
+	busy, err := g.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	other, err := g.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	busy.Reset(time.Millisecond)
+	time.Sleep(20 * time.Millisecond)
+	busy.Reset(time.Millisecond) // fires again, the first still unread
+	time.Sleep(20 * time.Millisecond)
+	other.Reset(time.Millisecond)
+	select {
+	case <-other.C():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the other timer did not fire while the busy one's receiver slept")
+	}
+	<-busy.C()
+	select {
+	case <-busy.C():
+		t.Error("two expiries queued for the busy timer, want one")
+	default:
+	}
+}
+
+// Closing the group ends its waiter and closes its epoll descriptor; new
+// timers are refused.
+func TestGroupCloseEndsTheWaiter(t *testing.T) {
+	fds := func() int {
+		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", os.Getpid()))
+		if err != nil {
+			t.Skipf("no /proc: %v", err)
+		}
+		return len(ents)
+	}
+	before, goroutines := fds(), runtime.NumGoroutine()
+	g, err := NewGroup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := g.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm.Reset(time.Hour)
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := g.New(); err == nil {
+		t.Error("a closed group made a timer")
+	}
+	if err := tm.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := fds(); got != before {
+		t.Errorf("%d descriptors open after, %d before", got, before)
+	}
+	// The waiter has returned before Close did.
+	if got := runtime.NumGoroutine(); got > goroutines {
+		t.Errorf("%d goroutines after, %d before", got, goroutines)
+	}
+}
+
+// More timers expire at once than the waiter reads in one call: each still
+// fires.
+func TestGroupManyExpiriesAtOnce(t *testing.T) {
+	g := newGroup(t)
+	const n = 3 * len(Group{}.events)
+	timers := make([]*Timer, n)
+	for i := range timers {
+		tm, err := g.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tm.Close()
+		timers[i] = tm
+	}
+	for _, tm := range timers {
+		tm.Reset(5 * time.Millisecond)
+	}
+	for i, tm := range timers {
+		select {
+		case <-tm.C():
+		case <-time.After(5 * time.Second):
+			t.Fatalf("timer %d of %d did not fire", i, n)
+		}
 	}
 }

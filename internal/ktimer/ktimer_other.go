@@ -7,11 +7,17 @@ import (
 	"time"
 )
 
-// Timer is not available outside Linux; New fails.
-type Timer struct{}
+// Group is not available outside Linux; NewGroup fails.
+type Group struct{}
 
-// New fails outside Linux: callers fall back to the runtime's timers.
-func New() (*Timer, error) { return nil, errors.New("ktimer: timerfd is Linux only") }
+// NewGroup fails outside Linux: callers fall back to the runtime's timers.
+func NewGroup() (*Group, error) { return nil, errors.New("ktimer: timerfd is Linux only") }
+
+func (g *Group) New() (*Timer, error) { return nil, errors.New("ktimer: timerfd is Linux only") }
+func (g *Group) Close() error         { return nil }
+
+// Timer is not available outside Linux.
+type Timer struct{}
 
 func (t *Timer) C() <-chan time.Time   { return nil }
 func (t *Timer) Reset(d time.Duration) {}
