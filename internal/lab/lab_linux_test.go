@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )
 
@@ -79,8 +80,30 @@ func TestTopology(t *testing.T) {
 	if err := l.RestoreLink(2); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := l.ClientCommand(t.Context(), "ping", "-c1", "-W2", "198.51.100.12").CombinedOutput(); err != nil {
-		t.Errorf("restored n2 unreachable: %v\n%s", err, out)
+	// The kernel starts sending on a link whose carrier returned only when
+	// its link watcher has run (up to a second later, longer under load;
+	// until then the device drops what it is given): wait for that, as
+	// operstate UP says, then give the neighbour resolution a few tries. A
+	// make test under load once lost the single ping sent at once.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		link, lerr := l.node(2).h.LinkByName("eth0")
+		if lerr == nil && link.Attrs().OperState == netlink.OperUp {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("restored n2's eth0 never came up: %v %v", lerr, link)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var err error
+	for range 3 {
+		if out, err = l.ClientCommand(t.Context(), "ping", "-c1", "-W2", "198.51.100.12").CombinedOutput(); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Errorf("restored n2 unreachable after 3 pings: %v\n%s", err, out)
 	}
 }
 
