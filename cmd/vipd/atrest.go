@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"time"
 
 	"github.com/vipd/vipd/internal/residency"
@@ -55,13 +56,18 @@ func (h *restWatch) run(ctx context.Context, quiet time.Duration, release func()
 	}
 }
 
+// maxShrinkCollections bounds the collections a release runs to shrink
+// stacks: each halves a parked goroutine's stack at most once, and a burst
+// grows an election's to 32 or 64 KiB where rest needs 8.
+const maxShrinkCollections = 6
+
 // releaseAtRest gives back what the last burst of work allocated and
 // rest does not use. After start-up (first), also the pages of the binary
 // it ran only to start (parsing, package initialisation: the page cache
 // keeps them), once: later bursts are takeovers, whose pages had better
-// stay mapped for the next one; and a second collection, which halves
-// again the stacks start-up grew. Every time, the heap's free pages go
-// back to the system at once.
+// stay mapped for the next one. Every time, the stacks the burst grew are
+// shrunk (a collection at a time, while they shrink) and the heap's free
+// pages go back to the system at once.
 func releaseAtRest(log *slog.Logger, first bool) {
 	if first {
 		if r, err := residency.ReleaseExecutable(); err != nil {
@@ -69,7 +75,22 @@ func releaseAtRest(log *slog.Logger, first bool) {
 		} else {
 			log.Debug("released the start-up pages of the binary", "mappings", len(r))
 		}
+	}
+	stacks := stackBytes()
+	for range maxShrinkCollections {
 		runtime.GC()
+		now := stackBytes()
+		if now >= stacks {
+			break
+		}
+		stacks = now
 	}
 	debug.FreeOSMemory()
+}
+
+// stackBytes is the memory the runtime holds for goroutine stacks.
+func stackBytes() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/stacks:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -46,4 +47,47 @@ func TestRestWatchReleasesOnceABurstIsOver(t *testing.T) {
 			t.Errorf("%d releases after a second burst, want 2", len(releases()))
 		}
 	})
+}
+
+// A burst grows the stacks of the goroutines that ran it (64 KiB for the
+// ones below) and a collection halves a parked goroutine's stack at most
+// once: the release must collect until the stacks stop shrinking, or a
+// daemon of many groups keeps most of the stacks its start-up grew.
+func TestReleaseAtRestShrinksGrownStacks(t *testing.T) {
+	const goroutines = 200
+	base := stackBytes()
+	park := make(chan struct{})
+	grown := make(chan struct{})
+	for range goroutines {
+		go func() {
+			growStack(48)
+			grown <- struct{}{}
+			<-park
+		}()
+	}
+	for range goroutines {
+		<-grown
+	}
+	defer close(park)
+	before := stackBytes()
+	if before-base < goroutines*32<<10 {
+		t.Fatalf("stacks grew by %d KiB for %d goroutines, want at least 32 KiB each", (before-base)>>10, goroutines)
+	}
+	releaseAtRest(slog.New(slog.DiscardHandler), false)
+	after := stackBytes()
+	if per := int64(after-base) / goroutines; per > 8<<10 {
+		t.Errorf("after the release the parked goroutines hold %d KiB of stack each (%d KiB before), want at most 8", per>>10, (before-base)/goroutines>>10)
+	}
+}
+
+// growStack uses about depth KiB of stack.
+//
+//go:noinline
+func growStack(depth int) byte {
+	var frame [1 << 10]byte
+	frame[depth%len(frame)] = byte(depth)
+	if depth == 0 {
+		return frame[0]
+	}
+	return growStack(depth-1) + frame[depth%len(frame)]
 }
