@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -45,5 +47,19 @@ func TestAsyncLogNeverBlocksAndCountsDrops(t *testing.T) {
 	second := strings.Index(out, "n=1\n")
 	if first < 0 || second < first {
 		t.Error("order not kept")
+	}
+}
+
+// The queue's room costs nothing until lines wait in it: a record is about
+// 300 bytes, and a queue of records held 1.2 MB from start, resident once
+// the daemon had logged as many lines.
+func TestAsyncLogQueueHoldsOnlyWaitingLines(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, closeLog := newAsyncHandler(slog.NewTextHandler(io.Discard, nil))
+	runtime.ReadMemStats(&after)
+	closeLog()
+	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<10 {
+		t.Errorf("an empty log queue allocated %d KiB, want at most 64", got>>10)
 	}
 }
