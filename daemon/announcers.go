@@ -113,9 +113,13 @@ func (p *announcerPool) runMonitor(la *linkAnnouncer, first *instance) {
 			if in == nil {
 				return
 			}
+			if len(in.claims) == cap(in.claims) {
+				return // a storm of claims: the next one will do
+			}
+			claim := c // on the heap only when delivered
 			select {
-			case in.claims <- c:
-			default: // a storm of claims: the next one will do
+			case in.claims <- &claim:
+			default:
 			}
 		})
 		if err != nil && ctx.Err() == nil {

@@ -86,7 +86,7 @@ func (in *instance) conflict(c announce.Claim) {
 }
 
 // onClaim hands another host's ARP packet for one of our VIPs to the policy.
-func (in *instance) onClaim(c arp.Claim) {
+func (in *instance) onClaim(c *arp.Claim) {
 	ours := false
 	for _, v := range in.cfg.VIPs {
 		if v.Addr() == c.IP {

@@ -303,15 +303,21 @@ func (d *Daemon) startLocked(r *running) {
 	go func() {
 		defer d.wg.Done()
 		r.err = r.in.run(ctx)
-		close(r.done)
-		if r.err != nil {
-			d.log.Error("instance stopped", "instance", r.in.id.name, "error", r.err)
-			select {
-			case d.fatal <- fmt.Errorf("instance %q: %w", r.in.id.name, r.err):
-			default:
-			}
-		}
+		d.stopped(r)
 	}()
+}
+
+// stopped reports an instance's end. Out of startLocked's goroutine,
+// whose frame stays on the stack while the instance waits: see begin.
+func (d *Daemon) stopped(r *running) {
+	close(r.done)
+	if r.err != nil {
+		d.log.Error("instance stopped", "instance", r.in.id.name, "error", r.err)
+		select {
+		case d.fatal <- fmt.Errorf("instance %q: %w", r.in.id.name, r.err):
+		default:
+		}
+	}
 }
 
 func (d *Daemon) snapshot() []*running {

@@ -69,14 +69,14 @@ type instance struct {
 	hooks      instanceHooks
 	stateDir   string
 
-	links          chan netif.Event
+	links          chan *netif.Event
 	ready          chan struct{}
 	once           sync.Once
 	cmds           chan func() // run on the instance's goroutine
 	stopped        chan struct{}
 	packets        chan *received // from the shared socket; back to its pool after use
-	trackerChanges chan health.Status
-	claims         chan arp.Claim
+	trackerChanges chan *health.Status
+	claims         chan *arp.Claim
 	leaderCh       chan leaderState           // a follower's leader's latest state
 	filter         atomic.Pointer[readFilter] // read by the reader goroutine
 
@@ -184,15 +184,15 @@ func newInstance(ic config.Instance, pools pools, stateDir string, log *slog.Log
 		hooks:          hooks,
 		stateDir:       stateDir,
 		cmds:           make(chan func(), 4),
-		trackerChanges: make(chan health.Status),
+		trackerChanges: make(chan *health.Status),
 		cfg:            ic,
 		log:            log.With("instance", ic.Name, "vrid", ic.VRID, "interface", ic.Interface),
 		env:            env,
-		links:          make(chan netif.Event, 16),
+		links:          make(chan *netif.Event, 16),
 		ready:          make(chan struct{}),
 		stopped:        make(chan struct{}),
 		packets:        make(chan *received, 64),
-		claims:         make(chan arp.Claim, claimQueue(len(ic.VIPs))),
+		claims:         make(chan *arp.Claim, claimQueue(len(ic.VIPs))),
 		drops:          newDropLog(dropLogPerSource, dropLogPerReason, dropLogWindow),
 	}
 	in.filter.Store(&readFilter{peers: ic.UnicastPeers})
@@ -249,7 +249,7 @@ var errStopped = errors.New("instance stopped")
 // the watcher for long: an instance that is busy stopping drops it.
 func (in *instance) linkEvent(ev netif.Event) {
 	select {
-	case in.links <- ev:
+	case in.links <- &ev:
 		return
 	default:
 	}
@@ -257,7 +257,7 @@ func (in *instance) linkEvent(ev netif.Event) {
 	t := time.NewTimer(time.Second)
 	defer t.Stop()
 	select {
-	case in.links <- ev:
+	case in.links <- &ev:
 	case <-t.C:
 		in.log.Warn("link event dropped: instance busy", "event", ev.Kind.String())
 	}
@@ -281,28 +281,17 @@ func (in *instance) wantsAddrEvent(p netip.Prefix) bool {
 
 func (in *instance) markReady() { in.once.Do(func() { close(in.ready) }) }
 
+// run is the instance's goroutine. Its frame, like loop's, stays on the
+// stack while the instance waits: the setting up and the cleaning up are
+// calls of their own (see begin).
 func (in *instance) run(ctx context.Context) error {
-	defer close(in.stopped)
-	defer in.markReady()
-	in.notify = newHookRunner(in.log, in.hooks.hookRunners)
-	defer func() {
-		if in.detach {
-			in.notify.abandon()
-		} else {
-			in.notify.close()
-		}
-	}()
-	ts, err := in.buildTrackers(in.cfg.Tracks)
-	if err != nil {
+	defer in.finish()
+	if err := in.setUp(); err != nil {
 		return err
 	}
-	in.startTrackers(ts, in.cfg.Tracks)
-	defer in.stopTrackers()
 	if in.cfg.Announce == config.AnnounceBGPAnycast {
 		return in.runAnycast(ctx)
 	}
-	in.wake = in.newTimer()
-	defer in.closeTimer()
 	for {
 		stop, err := in.begin(ctx)
 		if stop || err != nil {
@@ -314,6 +303,35 @@ func (in *instance) run(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// setUp starts what the instance runs beside its election: the notify
+// hooks' runner, the trackers and (unless it is an anycast one) its timer.
+func (in *instance) setUp() error {
+	in.notify = newHookRunner(in.log, in.hooks.hookRunners)
+	ts, err := in.buildTrackers(in.cfg.Tracks)
+	if err != nil {
+		return err
+	}
+	in.startTrackers(ts, in.cfg.Tracks)
+	if in.cfg.Announce != config.AnnounceBGPAnycast {
+		in.wake = in.newTimer()
+	}
+	return nil
+}
+
+// finish undoes setUp, whatever part of it ran, and tells those waiting
+// for the instance that it has stopped.
+func (in *instance) finish() {
+	in.closeTimer()
+	in.stopTrackers()
+	if in.detach {
+		in.notify.abandon()
+	} else {
+		in.notify.close()
+	}
+	in.markReady()
+	close(in.stopped)
 }
 
 // begin waits for the link, opens the sockets and starts (or, after the
@@ -440,10 +458,10 @@ func (in *instance) onLeader(ls leaderState, out []vrrp.Action) {
 
 // onLink handles a link or address event; gone: the interface went away
 // (or was replaced), the sockets are closed, and the loop must reopen.
-func (in *instance) onLink(ev netif.Event, out []vrrp.Action) (gone bool) {
+func (in *instance) onLink(ev *netif.Event, out []vrrp.Action) (gone bool) {
 	in.catchUp(out)
 	in.clearQuiet()
-	out = in.onLinkEvent(ev, out[:0])
+	out = in.onLinkEvent(*ev, out[:0])
 	if ev.Kind == netif.LinkGone || (ev.Index != 0 && ev.Index != in.linkIndex && ev.Kind != netif.AddrAdded && ev.Kind != netif.AddrRemoved && ev.Kind != netif.AddrChanged) {
 		in.exec(out)
 		in.close()

@@ -12,11 +12,11 @@ import (
 	"github.com/vipd/vipd/vrrp"
 )
 
-// An idle election's stack goes back to 8 KiB after a burst of work grew
+// An idle election's stack goes back to 4 KiB after a burst of work grew
 // it: what stays on it while the loop waits (run's, loop's and the
 // select's frames, and the runtime's 800 bytes of headroom) is under a
-// quarter of 16 KiB, which is when the collector halves a stack. With 255
-// groups on a host, 8 KiB more per idle group is 2 MiB.
+// quarter of 8 KiB, which is when the collector halves a stack. With 255
+// groups on a host, 4 KiB more per idle group is 1 MiB.
 func TestIdleInstanceStackShrinksBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const groups = 64
@@ -53,9 +53,13 @@ func TestIdleInstanceStackShrinksBack(t *testing.T) {
 		grown := stacks()
 		// Each group's share: its election's stack, and the daemon's few
 		// goroutines of its own shared out.
-		if per := (int64(grown) - int64(alone)) / groups; per > 12<<10 {
-			t.Errorf("an idle election holds %d bytes of stack after a burst, want its 8 KiB (and a share of the daemon's own): %d without the daemon, %d idle, %d idle after the burst, %d groups",
-				per, alone, before, grown, groups)
+		want := int64(4 << 10)
+		if raceDetector {
+			want = 8 << 10 // its frames do not fit a quarter of 8 KiB
+		}
+		if per := (int64(grown) - int64(alone)) / groups; per > want+2<<10 {
+			t.Errorf("an idle election holds %d bytes of stack after a burst, want its %d KiB (and a share of the daemon's own): %d without the daemon, %d idle, %d idle after the burst, %d groups",
+				per, want>>10, alone, before, grown, groups)
 		}
 	})
 }

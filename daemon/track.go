@@ -121,7 +121,7 @@ func (in *instance) stopTrackers() {
 }
 
 // onTracker handles a tracker that turned healthy or failing.
-func (in *instance) onTracker(st health.Status) {
+func (in *instance) onTracker(st *health.Status) {
 	if in.trackers == nil || !slices.ContainsFunc(in.trackers.trackers, func(t *health.Tracker) bool { return t.Status().Name == st.Name }) {
 		return // from a tracker set replaced by a reload
 	}

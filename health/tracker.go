@@ -126,14 +126,16 @@ func (t *Tracker) Status() Status {
 // returns nil when ctx ends, which is its only way out. Call it once.
 //
 // A send waits for the receiver (or ctx): a change is never dropped, and
-// no check runs while one is pending.
-func (t *Tracker) Run(ctx context.Context, changed chan<- Status) error {
+// no check runs while one is pending. Each change is a Status of its own:
+// a pointer, so that a receiver selecting on many channels keeps 8 bytes
+// for it on its stack, not the Status.
+func (t *Tracker) Run(ctx context.Context, changed chan<- *Status) error {
 	tick := time.NewTicker(t.spec.Interval)
 	defer tick.Stop()
 	for {
 		if st, flipped := t.checkOnce(ctx); flipped {
 			select {
-			case changed <- st:
+			case changed <- &st:
 			case <-ctx.Done():
 				return nil
 			}

@@ -106,7 +106,7 @@ func TestRun(t *testing.T) {
 		}
 
 		ctx, cancel := context.WithCancel(t.Context())
-		changed := make(chan Status)
+		changed := make(chan *Status)
 		done := make(chan error)
 		go func() { done <- tr.Run(ctx, changed) }()
 
@@ -122,7 +122,7 @@ func TestRun(t *testing.T) {
 				if now := time.Now(); !now.Equal(st.Since) {
 					t.Errorf("change sent at %v, Since %v", now.Sub(start), st.Since.Sub(start))
 				}
-				got = append(got, st)
+				got = append(got, *st)
 			case <-stop:
 				break loop
 			}
@@ -178,7 +178,7 @@ func TestRunShutdownMidCheck(t *testing.T) {
 		tr := NewTracker(s, blockingChecker{}, discard, WithCheckObserver(func(time.Duration, bool) { observed = true }))
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error)
-		go func() { done <- tr.Run(ctx, make(chan Status)) }()
+		go func() { done <- tr.Run(ctx, make(chan *Status)) }()
 		synctest.Wait() // Run is inside the check
 		cancel()
 		if err := <-done; err != nil {
@@ -198,7 +198,7 @@ func TestRunBlockedSend(t *testing.T) {
 		tr := NewTracker(s, &scriptChecker{script: "-------"}, discard)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error)
-		go func() { done <- tr.Run(ctx, make(chan Status)) }() // nobody receives
+		go func() { done <- tr.Run(ctx, make(chan *Status)) }() // nobody receives
 		time.Sleep(10 * s.Interval)
 		if st := tr.Status(); st.Checks != 1 || st.Healthy {
 			t.Errorf("Status %+v, want one check, failing, while the change is pending", st)
@@ -217,7 +217,7 @@ func TestStatusConcurrent(t *testing.T) {
 		s := Spec{Name: "t", Type: File, Weight: 5, Fall: 1, Rise: 1, Interval: MinInterval, Path: "/x"}.WithDefaults()
 		tr := NewTracker(s, &scriptChecker{script: "-+-+-+-+-+-+"}, discard)
 		ctx, cancel := context.WithCancel(t.Context())
-		changed := make(chan Status, 100)
+		changed := make(chan *Status, 100)
 		done := make(chan error)
 		go func() { done <- tr.Run(ctx, changed) }()
 		for range 40 {
