@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"time"
 
 	"github.com/vipd/vipd/internal/residency"
@@ -58,8 +57,14 @@ func (h *restWatch) run(ctx context.Context, quiet time.Duration, release func()
 
 // maxShrinkCollections bounds the collections a release runs to shrink
 // stacks: each halves a parked goroutine's stack at most once, and a burst
-// grows an election's to 32 or 64 KiB where rest needs 8.
-const maxShrinkCollections = 6
+// grows an election's to 32 or 64 KiB where rest needs 4. Another one runs
+// only while the last gave back minStackGain: each costs the collector's
+// own memory too (its mark bits), some 100 KiB more resident for a daemon
+// of one group that had little to shrink.
+const (
+	maxShrinkCollections = 6
+	minStackGain         = 256 << 10
+)
 
 // releaseAtRest gives back what the last burst of work allocated and
 // rest does not use. After start-up (first), also the pages of the binary
@@ -80,7 +85,7 @@ func releaseAtRest(log *slog.Logger, first bool) {
 	for range maxShrinkCollections {
 		runtime.GC()
 		now := stackBytes()
-		if now >= stacks {
+		if now+minStackGain > stacks {
 			break
 		}
 		stacks = now
@@ -88,9 +93,11 @@ func releaseAtRest(log *slog.Logger, first bool) {
 	debug.FreeOSMemory()
 }
 
-// stackBytes is the memory the runtime holds for goroutine stacks.
+// stackBytes is the memory the runtime holds for goroutine stacks. Not
+// from runtime/metrics: its first read builds a table of every metric,
+// heap and code pages that would then stay resident for nothing.
 func stackBytes() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/stacks:bytes"}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.StackInuse
 }
