@@ -25,6 +25,8 @@ const dumpRetries = 5
 type Manager struct {
 	log *slog.Logger
 	h   *netlink.Handle
+	// reqs makes the requests on h: see requests_linux.go.
+	reqs *requests
 	// ns is our own duplicate of the WithNamespace handle, or netns.None()
 	// for the process's namespace (then no setns is ever done).
 	ns  netns.NsHandle
@@ -96,6 +98,7 @@ func New(log *slog.Logger, opts ...Option) (*Manager, error) {
 		return nil, fmt.Errorf("netif: opening netlink: %w", err)
 	}
 	m.h = h
+	m.reqs = newRequests()
 	m.src = &nlSource{m: m}
 	return m, nil
 }
@@ -106,6 +109,7 @@ func (m *Manager) Close() error {
 	if m.closed.Swap(true) {
 		return nil
 	}
+	m.reqs.close()
 	m.h.Close()
 	if !m.ns.IsOpen() {
 		return nil
@@ -312,7 +316,7 @@ func (m *Manager) AddVIP(ifname string, vip netip.Prefix, label string) error {
 		addr.Flags |= ipv6VIPFlags
 		addr.PreferedLft, addr.ValidLft = 0, lifetimeInfinite
 	}
-	err = m.h.AddrAdd(l, addr)
+	err = askErr(m, func() error { return m.h.AddrAdd(l, addr) })
 	if errors.Is(err, unix.ENODEV) {
 		// The cached link is gone (recreated with another index): look
 		// it up again once.
@@ -320,7 +324,7 @@ func (m *Manager) AddVIP(ifname string, vip netip.Prefix, label string) error {
 		if l, err = m.cachedLink(ifname); err != nil {
 			return err
 		}
-		err = m.h.AddrAdd(l, addr)
+		err = askErr(m, func() error { return m.h.AddrAdd(l, addr) })
 	}
 	if errors.Is(err, unix.EEXIST) && vip.Addr().Is6() {
 		err = m.replaceFailed(l, ifname, vip, addr)
@@ -353,10 +357,10 @@ func (m *Manager) replaceFailed(l netlink.Link, ifname string, vip netip.Prefix,
 		return unix.EEXIST
 	}
 	m.log.Warn("replacing a VIP that failed duplicate address detection", "interface", ifname, "vip", vip)
-	if err := m.h.AddrDel(l, &netlink.Addr{IPNet: ipNet(vip)}); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
+	if err := askErr(m, func() error { return m.h.AddrDel(l, &netlink.Addr{IPNet: ipNet(vip)}) }); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
 		return err
 	}
-	return m.h.AddrAdd(l, addr)
+	return askErr(m, func() error { return m.h.AddrAdd(l, addr) })
 }
 
 // RemoveVIP ensures vip is not configured on the link, as far as it is
@@ -394,7 +398,7 @@ func (m *Manager) RemoveVIP(ifname string, vip netip.Prefix) error {
 		if vip.Addr().Is4() {
 			del.Label = a.Label
 		}
-		err = m.h.AddrDel(l, del)
+		err = askErr(m, func() error { return m.h.AddrDel(l, del) })
 		switch {
 		case err == nil, errors.Is(err, unix.EADDRNOTAVAIL), errors.Is(err, unix.ENODEV):
 		default:
@@ -544,7 +548,7 @@ func (m *Manager) link(name string) (netlink.Link, error) {
 	if m.closed.Load() {
 		return nil, errClosed
 	}
-	l, err := m.h.LinkByName(name)
+	l, err := ask(m, func() (netlink.Link, error) { return m.h.LinkByName(name) })
 	if err == nil || errors.Is(err, netlink.ErrDumpInterrupted) && l != nil {
 		return l, nil
 	}
@@ -556,7 +560,9 @@ func (m *Manager) link(name string) (netlink.Link, error) {
 }
 
 func (m *Manager) addrList(l netlink.Link, family int) ([]netlink.Addr, error) {
-	return retryDump(func() ([]netlink.Addr, error) { return m.h.AddrList(l, family) })
+	return retryDump(func() ([]netlink.Addr, error) {
+		return ask(m, func() ([]netlink.Addr, error) { return m.h.AddrList(l, family) })
+	})
 }
 
 func (m *Manager) remember(p netip.Prefix) {
@@ -638,7 +644,7 @@ const localWait = 100 * time.Millisecond
 func (m *Manager) waitLocal(a netip.Addr) {
 	deadline := time.Now().Add(localWait)
 	for {
-		rs, err := m.h.RouteGet(a.AsSlice())
+		rs, err := ask(m, func() ([]netlink.Route, error) { return m.h.RouteGet(a.AsSlice()) })
 		if err == nil && len(rs) > 0 && rs[0].Type == unix.RTN_LOCAL {
 			return
 		}

@@ -85,21 +85,23 @@ func (s *nlSource) links() ([]netlink.Link, error) {
 	if s.m.closed.Load() {
 		return nil, errClosed
 	}
-	return retryDump(s.m.h.LinkList)
+	return retryDump(func() ([]netlink.Link, error) { return ask(s.m, s.m.h.LinkList) })
 }
 
 func (s *nlSource) addrs() ([]netlink.Addr, error) {
 	if s.m.closed.Load() {
 		return nil, errClosed
 	}
-	return retryDump(func() ([]netlink.Addr, error) { return s.m.h.AddrList(nil, netlink.FAMILY_ALL) })
+	return retryDump(func() ([]netlink.Addr, error) {
+		return ask(s.m, func() ([]netlink.Addr, error) { return s.m.h.AddrList(nil, netlink.FAMILY_ALL) })
+	})
 }
 
 func (s *nlSource) linkName(index int) (string, error) {
 	if s.m.closed.Load() {
 		return "", errClosed
 	}
-	l, err := s.m.h.LinkByIndex(index)
+	l, err := ask(s.m, func() (netlink.Link, error) { return s.m.h.LinkByIndex(index) })
 	if err != nil {
 		return "", err
 	}
