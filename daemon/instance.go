@@ -34,6 +34,10 @@ const (
 	maxClaimQueue = 64
 )
 
+// actionsPerEvent is the room for the actions of one event: 8 of 104
+// bytes, per group.
+const actionsPerEvent = 8
+
 func claimQueue(vips int) int { return min(max(vips, 1)*claimsPerVIP, maxClaimQueue) }
 
 // counters are read by status while the instance runs.
@@ -387,8 +391,10 @@ func (in *instance) begin(ctx context.Context) (stop bool, err error) {
 // what stays on the stack while the instance waits (see begin).
 func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
 	if in.actions == nil {
-		// On the heap: 16 actions on loop's stack would be half of it.
-		in.actions = make([]vrrp.Action, 0, 16)
+		// On the heap: actions on loop's stack would be most of it. No
+		// event of the machine gives more than 6 (a takeover); one that
+		// gave more would allocate, not fail.
+		in.actions = make([]vrrp.Action, 0, actionsPerEvent)
 	}
 	out := in.actions
 	for {
