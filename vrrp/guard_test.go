@@ -126,6 +126,50 @@ func TestPriorityZero(t *testing.T) {
 	}
 }
 
+// A Master preempted by a higher one may send one more advert before it
+// hears the preempting one; a Backup that heard both within an interval
+// follows the one that wins their election, so that the winner's release
+// (a graceful stop right after it preempted) is not dropped as a stranger's.
+func TestPriorityZeroFromPreemptingMasterAfterTheOldOnesLastAdvert(t *testing.T) {
+	m, clk := backupMachine(t, testConfig(50, "198.51.100.11"))
+	if _, err := m.ReceiveAdvert(mustAddr(other13), TTL, advert(100, time.Second), nil); err != nil {
+		t.Fatal(err)
+	}
+	clk.advance(700 * time.Millisecond)
+	if _, err := m.ReceiveAdvert(mustAddr(master12), TTL, advert(150, time.Second), nil); err != nil {
+		t.Fatal(err) // master12 preempts other13
+	}
+	clk.advance(time.Millisecond)
+	out, err := m.ReceiveAdvert(mustAddr(other13), TTL, advert(100, time.Second), nil)
+	if err != nil {
+		t.Fatal(err) // other13's timer fired before it heard master12
+	}
+	if got, want := describe(out), "arm(master_down_timer,3.8046875s)"; got != want {
+		t.Errorf("the old Master's last advert: got %s, want %s", got, want)
+	}
+	if m.master.Addr != mustAddr(master12) {
+		t.Errorf("follows %v, want %v, which wins against it", m.master.Addr, master12)
+	}
+	clk.advance(time.Millisecond)
+	out, err = m.ReceiveAdvert(mustAddr(master12), TTL, advert(0, time.Second), nil)
+	if err != nil {
+		t.Fatalf("master12's release: %v, want Skew_Time", err)
+	}
+	if got, want := describe(out), "arm(master_down_timer,804.6875ms)"; got != want {
+		t.Errorf("master12's release: got %s, want %s", got, want)
+	}
+	// A Master heard longer than an interval ago is not the one to follow:
+	// a lower router that advertises after that took over.
+	clk.advance(1100 * time.Millisecond)
+	m.ReceiveAdvert(mustAddr(master12), TTL, advert(150, time.Second), nil)
+	clk.advance(1100 * time.Millisecond)
+	m.ReceiveAdvert(mustAddr(other13), TTL, advert(100, time.Second), nil)
+	clk.advance(time.Millisecond)
+	if _, err := m.ReceiveAdvert(mustAddr(other13), TTL, advert(0, time.Second), nil); err != nil {
+		t.Errorf("release of the Master that took over: %v", err)
+	}
+}
+
 // takeoverAfter feeds m a priority-0 advert from src every 300ms after the
 // Master went silent and returns when m became Master.
 func takeoverAfter(t *testing.T, m *Machine, clk *fakeClock, src string) time.Duration {

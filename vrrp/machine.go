@@ -906,11 +906,28 @@ func (m *Machine) backupReceive(out []Action, now time.Time, adv MasterInfo) []A
 		m.lowerMaster = adv
 		return out
 	}
+	if m.outranks(now, adv) {
+		// Two Masters at once, one preempting the other: the lower one's
+		// advert was sent before it heard the higher one, which wins.
+		// Following the winner is what lets its release count.
+		return m.arm(out, TimerMasterDown, m.MasterDownInterval())
+	}
 	m.masterAdverInterval = m.learnt(adv)
 	m.master = adv
 	m.lowerMaster = MasterInfo{}
 	m.recheck = false
 	return m.arm(out, TimerMasterDown, m.MasterDownInterval())
+}
+
+// outranks reports whether the Master we follow, heard within its advert
+// interval, wins the election against adv's sender: a higher priority, or
+// the same and a higher address (RFC 5798 section 6.4.3).
+func (m *Machine) outranks(now time.Time, adv MasterInfo) bool {
+	cur := m.master
+	if !cur.Addr.IsValid() || cur.Addr == adv.Addr || cur.Priority == 0 || now.Sub(cur.At) >= m.masterAdverInterval {
+		return false
+	}
+	return cur.Priority > adv.Priority || cur.Priority == adv.Priority && cur.Addr.Compare(adv.Addr) > 0
 }
 
 // checkDownTimer warns when another router became Master after the Master we
