@@ -226,25 +226,9 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, adopt boo
 		},
 	}
 	upgradeTo := make(chan string, 1)
-	m := metrics.New(func() []control.InstanceStatus { return d.StatusReport() }, metrics.WithBuildInfo(version, commitString()),
-		metrics.WithBGPPeers(func() []control.BGPPeer { return d.ControlBGPPeers() }),
-		metrics.WithInterfaceDrops(func() map[string]map[string]uint64 {
-			if d == nil {
-				return nil
-			}
-			return d.InterfaceDrops()
-		}))
-	d, err = daemon.New(cfg, log, env, daemon.Options{
-		OnTransition: func(instance string, tr vrrp.Transition) {
-			if tr.Reason != vrrp.ReasonResumed { // an upgrade is not a move
-				m.Transition(instance, tr.From.String(), tr.To.String())
-			}
-			line.mark()
-			rest.mark()
-		},
-		HeldFile:       heldFile(cfg),
-		OnConflict:     m.Conflict,
-		OnTrackerCheck: m.TrackerCheck,
+	opts := daemon.Options{
+		OnTransition: func(string, vrrp.Transition) { line.mark(); rest.mark() },
+		HeldFile:     heldFile(cfg),
 		// The log level changes with an applied reload only: a refused
 		// one changes nothing at all.
 		OnReload: func(next *config.Config) { level.Set(next.Global.LogLevel) },
@@ -253,7 +237,29 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, adopt boo
 		Upgrade: func(ctx context.Context) (string, error) {
 			return checkUpgrade(ctx, path, upgradeTo, log)
 		},
-	})
+	}
+	// Without a listener nobody could read the metrics: none are kept
+	// (about 1.3 KiB of counters per group, the registry's collectors).
+	var m *metrics.Metrics
+	if cfg.Global.MetricsListen != "" {
+		m = metrics.New(func() []control.InstanceStatus { return d.StatusReport() }, metrics.WithBuildInfo(version, commitString()),
+			metrics.WithBGPPeers(func() []control.BGPPeer { return d.ControlBGPPeers() }),
+			metrics.WithInterfaceDrops(func() map[string]map[string]uint64 {
+				if d == nil {
+					return nil
+				}
+				return d.InterfaceDrops()
+			}))
+		opts.OnTransition = func(instance string, tr vrrp.Transition) {
+			if tr.Reason != vrrp.ReasonResumed { // an upgrade is not a move
+				m.Transition(instance, tr.From.String(), tr.To.String())
+			}
+			line.mark()
+			rest.mark()
+		}
+		opts.OnConflict, opts.OnTrackerCheck = m.Conflict, m.TrackerCheck
+	}
+	d, err = daemon.New(cfg, log, env, opts)
 	if err != nil {
 		log.Error("starting", "error", err)
 		return 1, nil
@@ -271,7 +277,7 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, adopt boo
 	var g errgroup.Group
 	handler := controlHandler{d, notifier, log}
 	g.Go(func() error { return ctl.Serve(runCtx, handler) })
-	if addr := cfg.Global.MetricsListen; addr != "" {
+	if addr := cfg.Global.MetricsListen; m != nil {
 		g.Go(func() error {
 			if err := m.Serve(runCtx, addr, log); err != nil {
 				log.Error("metrics", "address", addr, "error", err)
