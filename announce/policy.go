@@ -146,7 +146,7 @@ type Policy struct {
 	heardSinceProbe bool
 	misses          int
 
-	logged map[string]time.Time // last log line per foreign MAC
+	logged map[string]time.Time // last log line per foreign MAC; nil until the first
 
 	// A handover: priority 0 sent, the addresses kept until the successor
 	// has taken over, nothing announced meanwhile.
@@ -156,7 +156,7 @@ type Policy struct {
 
 // New returns a Policy for a host whose own hardware address is ownMAC.
 func New(cfg Config, ownMAC string) *Policy {
-	return &Policy{cfg: cfg, ownMAC: ownMAC, logged: map[string]time.Time{}}
+	return &Policy{cfg: cfg, ownMAC: ownMAC}
 }
 
 // SetConfig applies a reload. A changed refresh period takes effect now;
@@ -364,7 +364,7 @@ func (p *Policy) judgeClaim(now time.Time, out []Action) []Action {
 		p.standingDown, p.standFor = true, c
 		p.burstLeft, p.misses, p.heardSinceProbe = 0, 0, false
 		p.due[timerBurst], p.due[timerRefresh], p.due[timerAnswer] = time.Time{}, time.Time{}, time.Time{}
-		p.logged[c.MAC] = now
+		p.noteLogged(c.MAC, now)
 		out = append(out, Action{Kind: ActStandDown, Claim: c, Log: true})
 		// Ask at once whether it holds the address, then keep asking.
 		out = append(out, Action{Kind: ActProbe})
@@ -384,9 +384,18 @@ func (p *Policy) report(c Claim, now time.Time, out []Action) []Action {
 		if len(p.logged) > 256 {
 			clear(p.logged) // a spoofing flood must not grow memory
 		}
-		p.logged[c.MAC] = now
+		p.noteLogged(c.MAC, now)
 	}
 	return append(out, Action{Kind: ActConflict, Claim: c, Log: log})
+}
+
+// noteLogged records a log line about mac. The map is made at the first:
+// most groups never see a foreign claim.
+func (p *Policy) noteLogged(mac string, now time.Time) {
+	if p.logged == nil {
+		p.logged = make(map[string]time.Time)
+	}
+	p.logged[mac] = now
 }
 
 // answer announces our own address now, or as soon as AnswerEvery allows.

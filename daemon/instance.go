@@ -86,7 +86,7 @@ type instance struct {
 
 	counters counters
 	dropMu   sync.Mutex // guards drops, collision, collisionAt
-	drops    *dropLog
+	drops    *dropLog   // made at the first drop: most groups never see one
 
 	pubMu sync.Mutex // guards pub
 	pub   published
@@ -197,7 +197,6 @@ func newInstance(ic config.Instance, pools pools, stateDir string, log *slog.Log
 		stopped:        make(chan struct{}),
 		packets:        make(chan *received, 64),
 		claims:         make(chan *arp.Claim, claimQueue(len(ic.VIPs))),
-		drops:          newDropLog(dropLogPerSource, dropLogPerReason, dropLogWindow),
 	}
 	in.filter.Store(&readFilter{peers: ic.UnicastPeers})
 	holderIf := ic.Interface

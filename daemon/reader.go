@@ -42,6 +42,9 @@ func (in *instance) drop(err error, src netip.Addr, adv *vrrp.Advertisement) {
 	in.counters.drops[reason.Index()].Add(1)
 	now := in.env.Now()
 	in.dropMu.Lock()
+	if in.drops == nil {
+		in.drops = newDropLog(dropLogPerSource, dropLogPerReason, dropLogWindow)
+	}
 	logIt := in.drops.allow(reason, src, now)
 	suppressed := in.drops.suppressed(now)
 	if reason == vrrp.DropAddressList && adv != nil {
