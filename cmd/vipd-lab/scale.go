@@ -40,6 +40,7 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	perf := fs.Bool("perf", true, "count context switches with perf stat beside the wake-up window, when perf can")
 	quick := fs.Bool("quick", false, fmt.Sprintf("short run: --window %v, --groups %s, --trials %d (each unless given)", quickWindow, quickGroups, quickTrials))
 	out := fs.String("out", "results", "directory for scale.json and scale.txt")
+	logs := fs.Bool("logs", true, "keep every daemon's log in scale-logs under --out (emptied first)")
 	verbose := fs.Bool("v", false, "debug logging from the lab")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
@@ -107,6 +108,16 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
+	}
+	if *logs {
+		// Logs are appended as labs close: a run starts with none.
+		cfg.LogDir = filepath.Join(*out, "scale-logs")
+		if err := os.RemoveAll(cfg.LogDir); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(cfg.LogDir, 0o755); err != nil {
+			return err
+		}
 	}
 	cfg.Progress = func(line string) { fmt.Fprintln(stderr, line) }
 	fmt.Fprintf(stderr, "vipd-lab scale: %s; intervals %s; groups %s @%v; window %v; ARP %d/s; %s\n",

@@ -554,3 +554,28 @@ func extraInstances(kind DaemonKind, node int, groups []GroupConfig) ([]byte, er
 
 // errNoGroups is returned for a scale config that would measure nothing.
 var errNoGroups = errors.New("lab: scale: nothing to measure (no intervals and no groups)")
+
+// scaleLogName names a kept daemon log: the daemon, the configuration and
+// the node, e.g. vipd-255groups-1s-n2.log.
+func scaleLogName(kind DaemonKind, groups int, iv time.Duration, node int) string {
+	return fmt.Sprintf("%s-%s-%v-%s.log", kind, strings.ReplaceAll(groupsText(groups), " ", ""), iv, NodeName(node))
+}
+
+// keepLog appends the log at src to dst: a configuration measured by two
+// labs in one run keeps both, one after the other.
+func keepLog(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

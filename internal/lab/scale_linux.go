@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -49,6 +50,9 @@ type ScaleConfig struct {
 	KeepalivedBinary string
 	// Progress, if set, receives one line per step as the run goes.
 	Progress func(string)
+	// LogDir, if set, keeps every daemon's log there when its lab closes,
+	// named after the lab's configuration and node (keepLogs).
+	LogDir string
 }
 
 // RunScale measures issue 16's figures. Each configuration runs its vipd
@@ -175,6 +179,7 @@ type scaleLab struct {
 	kind   DaemonKind
 	iv     time.Duration
 	groups []GroupConfig
+	logDir string // where close keeps the daemons' logs; "" drops them
 	lab    *Lab
 	g      *Group
 	master int
@@ -185,10 +190,23 @@ func (s *scaleLab) name() string {
 	return fmt.Sprintf("%s, %s @%v", s.kind, groupsText(len(s.groups)), s.iv)
 }
 
-// close tears the lab down (daemons, links, namespaces).
+// close tears the lab down (daemons, links, namespaces), keeping the
+// daemons' logs first if asked to.
 func (s *scaleLab) close() {
 	if s.g != nil {
+		// Close forgets the daemons; their logs stay until the lab's.
+		logs := map[int]string{}
+		for i := range s.groups[0].Priorities {
+			if d := s.g.Daemon(i + 1); d != nil && s.logDir != "" {
+				logs[i+1] = d.LogPath()
+			}
+		}
 		_ = s.g.Close()
+		for node, path := range logs {
+			if err := keepLog(path, filepath.Join(s.logDir, scaleLogName(s.kind, len(s.groups), s.iv, node))); err != nil {
+				s.lab.log.Warn("daemon log not kept", "node", NodeName(node), "error", err)
+			}
+		}
 	}
 	if s.lab != nil {
 		_ = s.lab.Close()
@@ -213,7 +231,7 @@ func (r *scaleRun) setup(ctx context.Context, n int, iv time.Duration, stranger 
 	var wg sync.WaitGroup
 	for i, kind := range r.cfg.Daemons {
 		groups, _ := ScaleGroups(DefaultGroupConfig(3, iv), n) // n checked by RunScale
-		s := &scaleLab{kind: kind, iv: iv, groups: groups}
+		s := &scaleLab{kind: kind, iv: iv, groups: groups, logDir: r.cfg.LogDir}
 		labs[i] = s
 		wg.Go(func() {
 			s.err = r.build(ctx, s, stranger)

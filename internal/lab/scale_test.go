@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -336,5 +338,33 @@ func TestScaleTable(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in\n%s", want, out)
 		}
+	}
+}
+
+// The scale run keeps each daemon's log under a name that says which lab
+// it came from; a second lab of the same configuration adds to it.
+func TestKeepLog(t *testing.T) {
+	if got, want := scaleLogName(Vipd, 255, time.Second, 2), "vipd-255groups-1s-n2.log"; got != want {
+		t.Errorf("scaleLogName = %q, want %q", got, want)
+	}
+	if got, want := scaleLogName(Keepalived, 1, 100*time.Millisecond, 1), "keepalived-1group-100ms-n1.log"; got != want {
+		t.Errorf("scaleLogName = %q, want %q", got, want)
+	}
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "kept.log")
+	for _, text := range []string{"first lab\n", "second lab\n"} {
+		src := filepath.Join(dir, "daemon.log")
+		if err := os.WriteFile(src, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := keepLog(src, dst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, err := os.ReadFile(dst); err != nil || string(b) != "first lab\nsecond lab\n" {
+		t.Errorf("kept %q, %v; want both labs' logs in order", b, err)
+	}
+	if err := keepLog(filepath.Join(dir, "missing.log"), dst); err == nil {
+		t.Error("keepLog of a missing log did not fail")
 	}
 }
