@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -80,6 +81,11 @@ type quietFakeConn struct{ *fakeConn }
 
 func (c quietFakeConn) SetQuiet(ps []transport.QuietPattern) (int, error) {
 	c.filterChanges.Add(1)
+	for _, p := range ps {
+		if len(p.Payload) > transport.MaxQuietPayloadFrom(p.Src) {
+			return 0, fmt.Errorf("fake kernel: %v with %d bytes cannot be set aside", p.Src, len(p.Payload))
+		}
+	}
 	c.lan.mu.Lock()
 	defer c.lan.mu.Unlock()
 	n := len(ps)

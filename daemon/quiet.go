@@ -284,7 +284,7 @@ func (in *instance) updateQuiet(p *received, actions []vrrp.Action) {
 		return
 	}
 	master, steady := in.m.Steady()
-	ok := steady && master == p.src && p.rawLen > 0 && p.ttl == vrrp.TTL &&
+	ok := steady && master == p.src && p.rawLen > 0 && p.rawLen <= transport.MaxQuietPayloadFrom(p.src) && p.ttl == vrrp.TTL &&
 		len(actions) == 1 && actions[0].Kind == vrrp.ActArmTimer && actions[0].Timer == vrrp.TimerMasterDown &&
 		(in.policy == nil || !in.policy.HandingOver())
 	if !ok {

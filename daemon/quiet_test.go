@@ -183,6 +183,46 @@ func TestQuietRoomForOnePattern(t *testing.T) {
 	})
 }
 
+// IPv6 adverts are set aside as IPv4's are, up to the two addresses a
+// pattern holds over IPv6: a group with three is read at once, and does
+// not keep the other groups of its interface from being set aside.
+func TestQuietIPv6UpToWhatAPatternHolds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lan := &fakeLAN{quiet: true}
+		start := func(addr string, prio uint8) *node {
+			one, three := testInstance(prio), testInstance(prio)
+			one.Name, one.VIPs = "one", []netip.Prefix{testVIP6}
+			three.Name, three.VRID = "three", 52
+			three.VIPs = []netip.Prefix{netip.MustParsePrefix("2001:db8::21/128"), netip.MustParsePrefix("2001:db8::22/128"), netip.MustParsePrefix("2001:db8::23/128")}
+			h := newFakeHost(lan, addr)
+			return startConfig(t, h, h.env(), &config.Config{Instances: []config.Instance{one, three}})
+		}
+		n1 := start("198.51.100.11", 150)
+		n2 := start("198.51.100.12", 100)
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		ll, _, err := n2.host.LinkLocal(testInstance(100).Interface)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c2 := lan.connOf(ll.String())
+		if c2 == nil {
+			t.Fatalf("n2 has no IPv6 socket from %v", ll)
+		}
+		if set := c2.patternsSet(); set != 1 {
+			t.Errorf("%d IPv6 patterns set, want 1: the one-address group's", set)
+		}
+		for _, st := range n2.d.Snapshot() {
+			if st.State != vrrp.StateBackup {
+				t.Errorf("n2's %s is %v", st.Name, st.State)
+			}
+		}
+		if !n1.host.holds(testVIP6) || n2.host.holds(testVIP6) {
+			t.Error("the VIP moved while the Master spoke")
+		}
+	})
+}
+
 // Forty groups that turn steady together, and take over together after a
 // cut, change their socket's filters a few times, not once each (every
 // change compiles programs holding all of the socket's patterns: the

@@ -39,6 +39,7 @@ type ipv6Conn struct {
 	// (the interface's reader).
 	batch     *rawBatch
 	receiving receiveCall
+	quiet     quietFilters
 }
 
 var (
@@ -76,6 +77,11 @@ func listen6(ifi *net.Interface, opts Options) (Conn, error) {
 	if err := c.setup(opts); err != nil {
 		raw.Close()
 		return nil, fmt.Errorf("transport: VRRP socket on %s: %w", ifi.Name, err)
+	}
+	c.quiet = quietFilters{fam: quiet6, rc: rc}
+	if c.quiet.sock, err = openQuiet(quiet6, ifi, opts.Unicast); err != nil {
+		raw.Close()
+		return nil, err
 	}
 	return c, nil
 }
@@ -189,10 +195,14 @@ func (c *ipv6Conn) receiveReady(fd uintptr) bool {
 }
 
 // packetInfo is what datagram i of the batch said of itself.
-func (c *ipv6Conn) packetInfo(i int) (PacketInfo, bool) {
-	oob, whole := c.batch.control(i)
-	name := &c.batch.names[i]
-	if !whole || c.batch.hdrs[i].Hdr.Namelen != unix.SizeofSockaddrInet6 || name.Family != unix.AF_INET6 {
+func (c *ipv6Conn) packetInfo(i int) (PacketInfo, bool) { return packetInfo6(c.batch, i) }
+
+// packetInfo6 is what datagram i of an IPv6 batch said of itself: the
+// source from its address, the rest from its control messages.
+func packetInfo6(b *rawBatch, i int) (PacketInfo, bool) {
+	oob, whole := b.control(i)
+	name := &b.names[i]
+	if !whole || b.hdrs[i].Hdr.Namelen != unix.SizeofSockaddrInet6 || name.Family != unix.AF_INET6 {
 		return PacketInfo{}, false
 	}
 	info, ok := parseIPv6Control(oob)
@@ -249,31 +259,36 @@ const soMeminfo = 55
 
 // KernelDrops returns the socket's drop counter (SK_MEMINFO_DROPS): the
 // packets the kernel discarded after they reached the socket, for a bad
-// checksum or a full receive buffer.
+// checksum or a full receive buffer. The kernel checks the checksum of
+// every datagram for each socket with a filter or a checksum offset before
+// it runs the filter, so the quiet socket counts the same bad checksums
+// again: only the main socket's counter is reported.
 func (c *ipv6Conn) KernelDrops() (uint64, error) {
-	sc, err := c.pc.PacketConn.(syscall.Conn).SyscallConn()
-	if err != nil {
-		return 0, err
-	}
-	var info [unix.SK_MEMINFO_VARS]uint32
+	var drops uint32
 	var serr error
-	err = sc.Control(func(fd uintptr) {
-		size := uint32(unsafe.Sizeof(info))
-		_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, fd, unix.SOL_SOCKET, soMeminfo,
-			uintptr(unsafe.Pointer(&info[0])), uintptr(unsafe.Pointer(&size)), 0)
-		if errno != 0 {
-			serr = errno
-		}
-	})
-	if err != nil {
+	if err := c.rc.Control(func(fd uintptr) { drops, serr = socketDrops(int(fd)) }); err != nil {
 		return 0, err
 	}
-	if serr != nil {
-		return 0, fmt.Errorf("transport: SO_MEMINFO: %w", serr)
+	return uint64(drops), serr
+}
+
+// socketDrops is fd's SK_MEMINFO_DROPS.
+func socketDrops(fd int) (uint32, error) {
+	var info [unix.SK_MEMINFO_VARS]uint32
+	size := uint32(unsafe.Sizeof(info))
+	_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, soMeminfo,
+		uintptr(unsafe.Pointer(&info[0])), uintptr(unsafe.Pointer(&size)), 0)
+	if errno != 0 {
+		return 0, fmt.Errorf("transport: SO_MEMINFO: %w", errno)
 	}
-	return uint64(info[unix.SK_MEMINFO_DROPS]), nil
+	return info[unix.SK_MEMINFO_DROPS], nil
 }
 
 func (c *ipv6Conn) SetReadDeadline(t time.Time) error { return c.pc.SetReadDeadline(t) }
 
-func (c *ipv6Conn) Close() error { return c.pc.Close() }
+func (c *ipv6Conn) Close() error {
+	if c.quiet.sock != nil {
+		unix.Close(c.quiet.sock.fd)
+	}
+	return c.pc.Close()
+}

@@ -28,11 +28,10 @@ type ipv4Conn struct {
 	rbuf      []byte
 	batch     *rawBatch
 	receiving receiveCall
-	// unicast: no group to join (the quiet socket's too); quiet and
-	// quietApplied: the quiet socket and the patterns of its filter.
-	unicast      bool
-	quiet        *quietSocket
-	quietApplied []QuietPattern
+	// unicast: no group to join (the quiet socket's too); quiet: the
+	// quiet socket and the patterns of the filters.
+	unicast bool
+	quiet   quietFilters
 }
 
 // maxDatagram bounds what ReadFrom reads: an advert with 255 IPv4
@@ -77,7 +76,8 @@ func Listen(ifi *net.Interface, opts Options) (Conn, error) {
 		raw.Close()
 		return nil, fmt.Errorf("transport: VRRP socket on %s: %w", ifi.Name, err)
 	}
-	if c.quiet, err = c.openQuiet(); err != nil {
+	c.quiet = quietFilters{fam: quiet4, rc: rc}
+	if c.quiet.sock, err = openQuiet(quiet4, ifi, c.unicast); err != nil {
 		raw.Close()
 		return nil, err
 	}
@@ -234,8 +234,8 @@ func (c *ipv4Conn) WriteTo(b []byte, dst netip.Addr) error {
 func (c *ipv4Conn) SetReadDeadline(t time.Time) error { return c.pc.SetReadDeadline(t) }
 
 func (c *ipv4Conn) Close() error {
-	if c.quiet != nil {
-		unix.Close(c.quiet.fd)
+	if c.quiet.sock != nil {
+		unix.Close(c.quiet.sock.fd)
 	}
 	return c.pc.Close()
 }

@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"slices"
 	"syscall"
@@ -13,9 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// quietSocket is the second raw socket of an IPv4 Conn: its filter keeps
-// only the adverts of the patterns, which the main socket's filter drops.
-// It is not the poller's: an advert queued there must wake nobody.
+// quietSocket is the second raw socket of a Conn: its filter keeps only
+// the adverts of the patterns, which the main socket's filter drops. It is
+// not the poller's: an advert queued there must wake nobody.
 type quietSocket struct {
 	fd    int
 	batch *rawBatch // with each datagram's arrival time in its control messages
@@ -27,20 +28,37 @@ type quietSocket struct {
 // oobLen holds one SCM_TIMESTAMPNS control message.
 var oobLen = unix.CmsgSpace(int(unsafe.Sizeof(unix.Timespec{})))
 
-var _ Quieter = (*ipv4Conn)(nil)
+var (
+	_ Quieter = (*ipv4Conn)(nil)
+	_ Quieter = (*ipv6Conn)(nil)
+)
+
+// quietFilters are what a Conn sets adverts aside with: the main socket,
+// the quiet one, and the patterns their filters hold.
+type quietFilters struct {
+	fam     quietFamily
+	rc      syscall.RawConn // the main socket
+	sock    *quietSocket
+	applied []QuietPattern
+}
 
 // SetQuiet implements Quieter.
-func (c *ipv4Conn) SetQuiet(patterns []QuietPattern) (int, error) {
+func (c *ipv4Conn) SetQuiet(patterns []QuietPattern) (int, error) { return c.quiet.set(patterns) }
+
+// SetQuiet implements Quieter.
+func (c *ipv6Conn) SetQuiet(patterns []QuietPattern) (int, error) { return c.quiet.set(patterns) }
+
+func (f *quietFilters) set(patterns []QuietPattern) (int, error) {
 	for _, p := range patterns {
-		if !quietable(p) {
+		if !f.fam.quietable(p) {
 			return 0, fmt.Errorf("transport: %v with %d bytes cannot be set aside", p.Src, len(p.Payload))
 		}
 	}
-	n := min(len(patterns), c.quiet.capacity/quietBytesPerPattern)
+	n := min(len(patterns), f.sock.capacity/quietBytesPerPattern)
 	// And no more than one classic BPF program holds (BPF_MAXINSNS).
-	_, _, n = quietPrograms(patterns[:n])
+	_, _, n = f.fam.quietPrograms(patterns[:n])
 	for {
-		err := c.applyQuiet(patterns[:n])
+		err := f.apply(patterns[:n])
 		if err == nil {
 			return n, nil
 		}
@@ -54,44 +72,44 @@ func (c *ipv4Conn) SetQuiet(patterns []QuietPattern) (int, error) {
 	}
 }
 
-// applyQuiet installs the filters for ps: first the quiet socket keeps the
+// apply installs the filters for ps: first the quiet socket keeps the
 // adverts of ps and of the patterns it kept so far, then the main socket
 // drops those of ps, then the quiet socket keeps only those of ps: an
 // advert may be queued twice meanwhile, never in neither. A failure leaves
 // the filters as they were.
-func (c *ipv4Conn) applyQuiet(ps []QuietPattern) error {
-	union := slices.Clone(c.quietApplied)
+func (f *quietFilters) apply(ps []QuietPattern) error {
+	union := slices.Clone(f.applied)
 	var kept []QuietPattern // in both
 	for _, p := range ps {
-		if slices.ContainsFunc(c.quietApplied, p.equal) {
+		if slices.ContainsFunc(f.applied, p.equal) {
 			kept = append(kept, p)
 		} else {
 			union = append(union, p)
 		}
 	}
-	_, quietUnion, used := quietPrograms(union)
+	_, quietUnion, used := f.fam.quietPrograms(union)
 	if used < len(union) {
 		// Old and new together do not fit one program: remove, then add.
-		if err := c.applyQuiet(kept); err != nil {
+		if err := f.apply(kept); err != nil {
 			return err
 		}
-		return c.applyQuiet(ps)
+		return f.apply(ps)
 	}
-	mainNew, quietNew, _ := quietPrograms(ps)
-	mainOld, quietOld, _ := quietPrograms(c.quietApplied)
-	if err := c.quiet.setFilter(assemble(quietUnion)); err != nil {
+	mainNew, quietNew, _ := f.fam.quietPrograms(ps)
+	mainOld, quietOld, _ := f.fam.quietPrograms(f.applied)
+	if err := f.sock.setFilter(assemble(quietUnion)); err != nil {
 		return err
 	}
-	if err := attachFilter(c.rc, assemble(mainNew)); err != nil {
-		c.quiet.setFilter(assemble(quietOld))
+	if err := attachFilter(f.rc, assemble(mainNew)); err != nil {
+		f.sock.setFilter(assemble(quietOld))
 		return err
 	}
-	if err := c.quiet.setFilter(assemble(quietNew)); err != nil {
-		attachFilter(c.rc, assemble(mainOld))
-		c.quiet.setFilter(assemble(quietOld))
+	if err := f.sock.setFilter(assemble(quietNew)); err != nil {
+		attachFilter(f.rc, assemble(mainOld))
+		f.sock.setFilter(assemble(quietOld))
 		return err
 	}
-	c.quietApplied = slices.Clone(ps)
+	f.applied = slices.Clone(ps)
 	return nil
 }
 
@@ -130,18 +148,24 @@ func (q *quietSocket) setFilter(prog []bpf.RawInstruction) error {
 	return nil
 }
 
-// openQuiet opens the quiet socket: bound to the interface like the main
-// one, keeping nothing until SetQuiet says what, with arrival times, and
-// non-blocking, read with raw system calls outside the poller. Listen
-// opens it with the main one, in the same network namespace.
-func (c *ipv4Conn) openQuiet() (*quietSocket, error) {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, protoVRRP)
+// openQuiet opens the quiet socket of ifi for the family: bound to the
+// interface like the main one, keeping nothing until SetQuiet says what,
+// with arrival times, and non-blocking, read with raw system calls outside
+// the poller. Listen opens it with the main one, in the same network
+// namespace. An IPv6 one has the kernel check the checksum as the main one
+// does, and gives each datagram's source, destination and hop limit.
+func openQuiet(fam quietFamily, ifi *net.Interface, unicast bool) (*quietSocket, error) {
+	domain := unix.AF_INET
+	if fam == quiet6 {
+		domain = unix.AF_INET6
+	}
+	fd, err := unix.Socket(domain, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, protoVRRP)
 	if err != nil {
-		return nil, fmt.Errorf("transport: quiet socket for VRRP on %s: %w", c.ifi.Name, err)
+		return nil, fmt.Errorf("transport: quiet socket for VRRP on %s: %w", ifi.Name, err)
 	}
 	fail := func(what string, err error) (*quietSocket, error) {
 		unix.Close(fd)
-		return nil, fmt.Errorf("transport: quiet socket on %s: %s: %w", c.ifi.Name, what, err)
+		return nil, fmt.Errorf("transport: quiet socket on %s: %s: %w", ifi.Name, what, err)
 	}
 	dropAll, _ := bpf.Assemble([]bpf.Instruction{bpf.RetConstant{Val: 0}})
 	if err := setFilter(fd, dropAll); err != nil {
@@ -150,7 +174,7 @@ func (c *ipv4Conn) openQuiet() (*quietSocket, error) {
 	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
 		return fail("SO_TIMESTAMPNS", err)
 	}
-	if err := unix.SetsockoptString(fd, unix.SOL_SOCKET, unix.SO_BINDTODEVICE, c.ifi.Name); err != nil {
+	if err := unix.SetsockoptString(fd, unix.SOL_SOCKET, unix.SO_BINDTODEVICE, ifi.Name); err != nil {
 		return fail("SO_BINDTODEVICE", err)
 	}
 	// Past net.core.rmem_max with CAP_NET_ADMIN; without, up to it.
@@ -161,18 +185,44 @@ func (c *ipv4Conn) openQuiet() (*quietSocket, error) {
 	if err != nil {
 		return fail("SO_RCVBUF", err)
 	}
-	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_ALL, 0); err != nil {
-		return fail("IP_MULTICAST_ALL", err)
-	}
-	if !c.unicast {
-		mreq := &unix.IPMreqn{Multiaddr: [4]byte{224, 0, 0, 18}, Ifindex: int32(c.ifi.Index)}
-		if err := unix.SetsockoptIPMreqn(fd, unix.IPPROTO_IP, unix.IP_ADD_MEMBERSHIP, mreq); err != nil {
-			return fail("join 224.0.0.18", err)
+	var batch *rawBatch
+	if fam == quiet6 {
+		for _, o := range []struct {
+			name     string
+			opt, val int
+		}{
+			{"IPV6_MULTICAST_ALL", unix.IPV6_MULTICAST_ALL, 0},
+			{"IPV6_CHECKSUM", unix.IPV6_CHECKSUM, vrrpChecksumOffset},
+			{"IPV6_RECVPKTINFO", unix.IPV6_RECVPKTINFO, 1},
+			{"IPV6_RECVHOPLIMIT", unix.IPV6_RECVHOPLIMIT, 1},
+		} {
+			if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, o.opt, o.val); err != nil {
+				return fail(o.name, err)
+			}
 		}
+		if !unicast {
+			mreq := &unix.IPv6Mreq{Interface: uint32(ifi.Index)}
+			copy(mreq.Multiaddr[:], groupIPv6.To16())
+			if err := unix.SetsockoptIPv6Mreq(fd, unix.IPPROTO_IPV6, unix.IPV6_JOIN_GROUP, mreq); err != nil {
+				return fail("join ff02::12", err)
+			}
+		}
+		batch = newRawBatch(receiveBatch, maxDatagram6).withControl(controlRoom + oobLen).withNames6()
+	} else {
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_ALL, 0); err != nil {
+			return fail("IP_MULTICAST_ALL", err)
+		}
+		if !unicast {
+			mreq := &unix.IPMreqn{Multiaddr: [4]byte{224, 0, 0, 18}, Ifindex: int32(ifi.Index)}
+			if err := unix.SetsockoptIPMreqn(fd, unix.IPPROTO_IP, unix.IP_ADD_MEMBERSHIP, mreq); err != nil {
+				return fail("join 224.0.0.18", err)
+			}
+		}
+		batch = newRawBatch(receiveBatch, maxDatagram).withControl(oobLen)
 	}
 	// since starts now: a wall clock stepped before the first read must
 	// not age what waits there.
-	q := &quietSocket{fd: fd, batch: newRawBatch(receiveBatch, maxDatagram).withControl(oobLen), since: time.Now(), capacity: granted}
+	q := &quietSocket{fd: fd, batch: batch, since: time.Now(), capacity: granted}
 	// Whatever arrived before the filter was set.
 	for {
 		if _, errno := q.batch.recv(uintptr(fd)); errno != 0 {
@@ -196,7 +246,31 @@ const (
 
 // ReadQuiet implements Quieter.
 func (c *ipv4Conn) ReadQuiet(fn func(payload []byte, info PacketInfo, at time.Time)) error {
-	q := c.quiet
+	return c.quiet.sock.read(func(q *quietSocket, i int, now time.Time) {
+		payload, info, ok := parseIPv4(q.batch.datagram(i))
+		if !ok {
+			return
+		}
+		info.IfIndex = c.ifi.Index
+		fn(payload, info, q.arrival(i, now))
+	})
+}
+
+// ReadQuiet implements Quieter.
+func (c *ipv6Conn) ReadQuiet(fn func(payload []byte, info PacketInfo, at time.Time)) error {
+	return c.quiet.sock.read(func(q *quietSocket, i int, now time.Time) {
+		if info, ok := packetInfo6(q.batch, i); ok {
+			fn(q.batch.datagram(i), info, q.arrival(i, now))
+		}
+	})
+}
+
+// read hands each datagram waiting to each, its batch index and when the
+// batch was read, until the queue is empty. A kernel that checks an IPv6
+// checksum as it hands a datagram over ends a call at one that fails, with
+// others behind it (see ipv6Conn.Receive), so a short batch looks at the
+// head of the queue before it stops.
+func (q *quietSocket) read(each func(q *quietSocket, i int, now time.Time)) error {
 	start := time.Now()
 	defer func() { q.since = start }()
 	for {
@@ -204,32 +278,36 @@ func (c *ipv4Conn) ReadQuiet(fn func(payload []byte, info PacketInfo, at time.Ti
 		switch errno {
 		case 0:
 		case unix.EAGAIN:
+			if queued(uintptr(q.fd)) > 0 {
+				continue // a refused checksum ended the call, not an empty queue
+			}
 			return nil
 		default:
 			return os.NewSyscallError("recvmmsg", errno)
 		}
 		now := time.Now()
 		for i := range n {
-			payload, info, ok := parseIPv4(q.batch.datagram(i))
-			if !ok {
-				continue
-			}
-			info.IfIndex = c.ifi.Index
-			at := now
-			oob, _ := q.batch.control(i)
-			if stamp, ok := timestampNS(oob); ok {
-				var span, wallSpan time.Duration
-				if !q.since.IsZero() {
-					span, wallSpan = now.Sub(q.since), now.Round(0).Sub(q.since.Round(0))
-				}
-				at = now.Add(-arrivalAge(now.Round(0).Sub(stamp), span, wallSpan))
-			}
-			fn(payload, info, at)
+			each(q, i, now)
 		}
-		if n < len(q.batch.hdrs) {
+		if n < len(q.batch.hdrs) && queued(uintptr(q.fd)) == 0 {
 			return nil
 		}
 	}
+}
+
+// arrival is when datagram i of the batch read at now arrived, by its
+// kernel time stamp (now without one).
+func (q *quietSocket) arrival(i int, now time.Time) time.Time {
+	oob, _ := q.batch.control(i)
+	stamp, ok := timestampNS(oob)
+	if !ok {
+		return now
+	}
+	var span, wallSpan time.Duration
+	if !q.since.IsZero() {
+		span, wallSpan = now.Sub(q.since), now.Round(0).Sub(q.since.Round(0))
+	}
+	return now.Add(-arrivalAge(now.Round(0).Sub(stamp), span, wallSpan))
 }
 
 // timestampNS finds the SCM_TIMESTAMPNS control message in oob.

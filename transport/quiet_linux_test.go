@@ -26,6 +26,7 @@ func TestQuietAdvertsWaitAside(t *testing.T) {
 	if n, err := q.SetQuiet([]QuietPattern{{Src: l.NodeAddr(1), Payload: quiet}}); err != nil || n != 1 {
 		t.Fatalf("SetQuiet: %d, %v", n, err)
 	}
+	waitForArrivalStamps(t, a, q, quiet, vrrp.GroupIPv4)
 	sentAt := time.Now()
 	for range 3 {
 		if err := a.WriteTo(quiet, vrrp.GroupIPv4); err != nil {

@@ -58,7 +58,7 @@ func TestQuietProgramsMatchByteForByte(t *testing.T) {
 		{Src: a, Payload: testAdvert(1, 100, 1, 1)}, // word 0 of the first
 		{Src: a, Payload: testAdvert(1, 100, 2, 0)}, // and another length
 	}
-	main, quiet, used := quietPrograms(patterns)
+	main, quiet, used := quiet4.quietPrograms(patterns)
 	if used != len(patterns) {
 		t.Fatalf("%d of %d patterns used", used, len(patterns))
 	}
@@ -97,7 +97,7 @@ func TestQuietProgramsMatchByteForByte(t *testing.T) {
 		}
 	}
 	// With no pattern, everything is read at once.
-	main, quiet, _ = quietPrograms(nil)
+	main, quiet, _ = quiet4.quietPrograms(nil)
 	pkt := datagram(a, patterns[0].Payload)
 	if m, q := runFilter(t, main, pkt), runFilter(t, quiet, pkt); m != keepDatagram || q != 0 {
 		t.Errorf("no patterns: main %d, quiet %d", m, q)
@@ -128,7 +128,7 @@ func TestQuietProgramsHoldAllGroups(t *testing.T) {
 			for vrid := 1; vrid <= 255; vrid++ {
 				ps = append(ps, QuietPattern{Src: src, Payload: testAdvert(uint8(vrid), 100, c.vips, 0)})
 			}
-			main, quiet, used := quietPrograms(ps)
+			main, quiet, used := quiet4.quietPrograms(ps)
 			if (used == len(ps)) != c.wantAll || used < c.wantSome || len(main) > bpfMaxInsns || len(quiet) > bpfMaxInsns {
 				t.Fatalf("%d of %d patterns in %d/%d instructions", used, len(ps), len(main), len(quiet))
 			}
