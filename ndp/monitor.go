@@ -9,12 +9,14 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mdlayher/ethernet"
 	mdndp "github.com/mdlayher/ndp"
 	"github.com/vipd/vipd/arp"
+	"golang.org/x/net/bpf"
 )
 
 // readBuffer holds any NDP frame the monitor looks at: an advertisement or
@@ -31,15 +33,72 @@ var (
 // A Monitor reports the Neighbor Advertisements and Solicitations of other
 // hosts on one interface as claims.
 type Monitor struct {
-	mac       net.HardwareAddr
-	conn      net.PacketConn
+	mac  net.HardwareAddr
+	conn net.PacketConn
+	// attach replaces the socket's kernel filter; nil when conn has none.
+	attach func([]bpf.RawInstruction) error
+
+	setMu     sync.Mutex   // serialises SetAddresses
+	filtered  []netip.Addr // what the kernel filter passes claims of, sorted
 	malformed atomic.Uint64
 }
 
+// filterConn is a connection that takes a kernel filter, as *packet.Conn
+// does.
+type filterConn interface {
+	SetBPF([]bpf.RawInstruction) error
+}
+
 // NewMonitor returns a Monitor reading Ethernet frames for ifi from conn.
-// Frames from ifi's own MAC are ignored; it takes ifi's MAC now.
+// Frames from ifi's own MAC are ignored; it takes ifi's MAC now. If conn
+// has a SetBPF method (as *packet.Conn has), SetAddresses filters in the
+// kernel.
 func NewMonitor(ifi *net.Interface, conn net.PacketConn) *Monitor {
-	return &Monitor{mac: ifi.HardwareAddr, conn: conn}
+	m := &Monitor{mac: ifi.HardwareAddr, conn: conn}
+	if fc, ok := conn.(filterConn); ok {
+		m.attach = fc.SetBPF
+	}
+	return m
+}
+
+// SetAddresses has the kernel pass only what can be a claim of these IPv6
+// addresses, the VIPs of every instance on the interface (see
+// claimFilter); until the first call, and with more than
+// MaxFilterAddresses, it passes every Solicitation and Advertisement. Run
+// reports what the kernel passes and its callers select by address, so a
+// frame queued under the previous filter is no harm. It is safe to call
+// while Run runs, and cheap when the set is unchanged. An address that is
+// not IPv6, or a failure to attach the filter, is an error and changes
+// nothing.
+func (m *Monitor) SetAddresses(vips []netip.Addr) error {
+	set := make([]netip.Addr, 0, len(vips))
+	for _, v := range vips {
+		v = v.WithZone("")
+		if !v.Is6() || v.Is4In6() || v.IsUnspecified() {
+			return fmt.Errorf("ndp: %v is not an IPv6 address", v)
+		}
+		set = append(set, v)
+	}
+	slices.SortFunc(set, netip.Addr.Compare)
+	set = slices.Compact(set)
+	m.setMu.Lock()
+	defer m.setMu.Unlock()
+	if m.attach == nil || m.filtered != nil && slices.Equal(m.filtered, set) {
+		return nil
+	}
+	prog := ndpFilter
+	if len(set) <= MaxFilterAddresses {
+		prog = claimFilter(m.mac, set)
+	}
+	raw, err := bpf.Assemble(prog)
+	if err != nil {
+		return fmt.Errorf("ndp: assembling the claim filter: %w", err)
+	}
+	if err := m.attach(raw); err != nil {
+		return fmt.Errorf("ndp: attaching the claim filter: %w", err)
+	}
+	m.filtered = set
+	return nil
 }
 
 // Run calls onClaim, on Run's goroutine, for every NDP message in which

@@ -470,3 +470,102 @@ func TestMonitorRun(t *testing.T) {
 		t.Errorf("Run = %v, want %v", err, boom)
 	}
 }
+
+// The claim filter (SetAddresses) passes what can be a claim of a VIP by
+// another host, and nothing else: not a host asking for a VIP (a client,
+// the Master's own probe for a second owner), not a DAD probe, not our
+// own frames, not other addresses.
+func TestClaimFilter(t *testing.T) {
+	other := netip.MustParseAddr("2001:db8::99")
+	second := netip.MustParseAddr("2001:db8::11")
+	prog := claimFilter(ourMAC, []netip.Addr{testVIP, second})
+	vm, err := bpf.NewVM(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snm, _ := mdndp.SolicitedNodeMulticast(testVIP)
+	na := ndpFrame(t, unsolicitedNA(theirMAC), theirLL, allNodes, nil)
+	naSecond := ndpFrame(t, &mdndp.NeighborAdvertisement{Override: true, TargetAddress: second}, theirLL, allNodes, nil)
+	for _, tt := range []struct {
+		name string
+		b    []byte
+		pass bool
+	}{
+		{"unsolicited advertisement of a VIP", na, true},
+		{"advertisement of the second VIP", naSecond, true},
+		{"solicited advertisement of a VIP", ndpFrame(t, &mdndp.NeighborAdvertisement{Solicited: true, Override: true, TargetAddress: testVIP}, testVIP, ourLL, nil), true},
+		{"solicitation from a VIP", ndpFrame(t, &mdndp.NeighborSolicitation{TargetAddress: theirLL}, testVIP, theirLL, nil), true},
+		{"advertisement of another address", ndpFrame(t, &mdndp.NeighborAdvertisement{Override: true, TargetAddress: other}, theirLL, allNodes, nil), false},
+		{"a probe for the VIP", ndpFrame(t, &mdndp.NeighborSolicitation{TargetAddress: testVIP}, theirLL, snm, nil), false},
+		{"DAD probe for the VIP", ndpFrame(t, &mdndp.NeighborSolicitation{TargetAddress: testVIP}, netip.IPv6Unspecified(), snm, nil), false},
+		{"our own advertisement", ndpFrame(t, unsolicitedNA(ourMAC), theirLL, allNodes, func(f *ethernet.Frame, _ []byte) { f.Source = ourMAC }), false},
+		{"router solicitation", ndpFrame(t, &mdndp.RouterSolicitation{}, testVIP, allNodes, nil), false},
+		{"VRRP", withByte(na, 14+6, 112), false},
+		{"ARP", withByte(na, 12, 0x08), false},
+		{"cut short", na[:14+40+12], false},
+	} {
+		n, err := vm.Run(tt.b)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if (n > 0) != tt.pass || (tt.pass && n < len(tt.b)) {
+			t.Errorf("%s: filter keeps %d of %d bytes, want pass %v", tt.name, n, len(tt.b), tt.pass)
+		}
+	}
+	if vm, err := bpf.NewVM(claimFilter(ourMAC, nil)); err != nil {
+		t.Fatal(err)
+	} else if n, _ := vm.Run(na); n != 0 {
+		t.Error("the filter of no VIPs passed a frame")
+	}
+	many := make([]netip.Addr, MaxFilterAddresses)
+	for i := range many {
+		b := testVIP.As16()
+		b[13], b[14], b[15] = byte(i>>16), byte(i>>8), byte(i)
+		many[i] = netip.AddrFrom16(b)
+	}
+	if raw, err := bpf.Assemble(claimFilter(ourMAC, many)); err != nil || len(raw) > bpfMaxInstructions {
+		t.Errorf("the filter of %d VIPs: %d instructions, %v", len(many), len(raw), err)
+	}
+}
+
+// SetAddresses attaches the claim filter, once per set, and refuses an
+// address that is not IPv6 without changing anything.
+func TestMonitorSetAddresses(t *testing.T) {
+	conn := &filterFakeConn{fakeConn: newFakeConn()}
+	m := NewMonitor(ourIfi, conn)
+	if err := m.SetAddresses([]netip.Addr{testVIP, testVIP}); err != nil || len(conn.filters) != 1 {
+		t.Fatalf("SetAddresses: %v, %d filters attached", err, len(conn.filters))
+	}
+	if err := m.SetAddresses([]netip.Addr{testVIP}); err != nil || len(conn.filters) != 1 {
+		t.Errorf("the same set again: %v, %d filters attached, want no new one", err, len(conn.filters))
+	}
+	if err := m.SetAddresses([]netip.Addr{testVIP, netip.MustParseAddr("192.0.2.1")}); err == nil || len(conn.filters) != 1 {
+		t.Errorf("an IPv4 address: %v, %d filters attached; want an error and none", err, len(conn.filters))
+	}
+	vm, err := bpf.NewVM(rawToInstructions(t, conn.filters[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := vm.Run(ndpFrame(t, unsolicitedNA(theirMAC), theirLL, allNodes, nil)); n == 0 {
+		t.Error("the attached filter drops a claim of the VIP")
+	}
+}
+
+type filterFakeConn struct {
+	*fakeConn
+	filters [][]bpf.RawInstruction
+}
+
+func (c *filterFakeConn) SetBPF(raw []bpf.RawInstruction) error {
+	c.filters = append(c.filters, raw)
+	return nil
+}
+
+func rawToInstructions(t *testing.T, raw []bpf.RawInstruction) []bpf.Instruction {
+	t.Helper()
+	prog, ok := bpf.Disassemble(raw)
+	if !ok {
+		t.Fatal("the attached filter does not disassemble")
+	}
+	return prog
+}
