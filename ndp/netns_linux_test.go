@@ -149,11 +149,16 @@ func (x host) impostor(t *testing.T) *Announcer {
 
 // monitor runs a Monitor on the host until the end of the test and returns
 // the claims it reports.
-func (x host) monitor(t *testing.T) <-chan arp.Claim {
+func (x host) monitor(t *testing.T, vips ...netip.Addr) <-chan arp.Claim {
 	t.Helper()
 	var m *Monitor
 	if err := nstest.Do(x.ns, func() (err error) { m, err = ListenMonitor(x.ifi); return err }); err != nil {
 		t.Fatalf("ListenMonitor: %v", err)
+	}
+	if len(vips) > 0 {
+		if err := m.SetAddresses(vips); err != nil {
+			t.Fatalf("SetAddresses: %v", err)
+		}
 	}
 	claims := make(chan arp.Claim, 64)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -331,5 +336,38 @@ func TestProbeFindsSecondOwner(t *testing.T) {
 	want := arp.Claim{IP: testVIP, MAC: b.ifi.HardwareAddr, Op: arp.OperationReply, Target: ll}
 	if c.IP != want.IP || !bytes.Equal(c.MAC, want.MAC) || c.Op != want.Op || c.Target != want.Target || c.Gratuitous() {
 		t.Errorf("A saw %+v, want the answer %+v", c, want)
+	}
+}
+
+// With the kernel filter of the VIP in place (the daemon's), the second
+// owner's answer to our probe still comes through; NDP about another
+// address does not reach user space at all.
+func TestFilteredMonitorFindsSecondOwner(t *testing.T) {
+	a, b := twoHosts(t)
+	b.addAddr(t, netip.PrefixFrom(testVIP, 128))
+	b.waitGroup(t, testVIP)
+	claims := a.monitor(t, testVIP)
+	other := netip.MustParseAddr("2001:db8::77")
+	if err := b.dial(t).Announce(other); err != nil {
+		t.Fatal(err)
+	}
+	ll := a.linkLocal(t)
+	if err := a.dial(t).Probe(testVIP, ll); err != nil {
+		t.Fatalf("Probe: %v", err)
+	}
+	// The first claim is the answer: B's announcement of the other
+	// address, sent before it, never came up.
+	select {
+	case c := <-claims:
+		if c.IP != testVIP || !bytes.Equal(c.MAC, b.ifi.HardwareAddr) || c.Op != arp.OperationReply || c.Target != ll {
+			t.Errorf("A saw %+v first, want B's answer to its probe", c)
+		}
+	case <-time.After(patience):
+		t.Fatal("no answer to the probe")
+	}
+	select {
+	case c := <-claims:
+		t.Errorf("the filter of %v passed %+v", testVIP, c)
+	case <-time.After(200 * time.Millisecond):
 	}
 }
