@@ -1,10 +1,8 @@
 package transport
 
 import (
-	"errors"
 	"net"
 	"net/netip"
-	"os"
 	"testing"
 	"time"
 
@@ -140,24 +138,7 @@ func TestIPv6QuietAdvertsWaitAside(t *testing.T) {
 	}
 
 	// Cleared: the pattern's adverts come to ReadFrom again.
-	if _, err := q.SetQuiet(nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := ca.WriteTo(quiet, vrrp.GroupIPv6); err != nil {
-		t.Fatal(err)
-	}
-	if got, _, err := readOne(t, cb); err != nil || string(got) != string(quiet) {
-		t.Fatalf("after clearing: %x, %v", got, err)
-	}
-	n := 0
-	q.ReadQuiet(func([]byte, PacketInfo, time.Time) { n++ })
-	if n != 0 {
-		t.Errorf("%d adverts still set aside after clearing", n)
-	}
-	cb.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-	if _, _, err := cb.ReadFrom(make([]byte, 1500)); !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Errorf("an extra datagram: %v", err)
-	}
+	checkCleared(t, ca, cb, q, quiet, vrrp.GroupIPv6)
 }
 
 // The filter holds an IPv6 advert of up to two addresses; an IPv4 source,

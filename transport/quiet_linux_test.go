@@ -68,13 +68,20 @@ func TestQuietAdvertsWaitAside(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Cleared: the pattern's adverts come to ReadFrom again.
+	checkCleared(t, a, b, q, quiet, vrrp.GroupIPv4)
+}
+
+// checkCleared clears q's patterns (q is receiver's) and checks that the
+// pattern's advert, sent again, comes to ReadFrom at once and nowhere else.
+func checkCleared(t *testing.T, sender, receiver Conn, q Quieter, advert []byte, dst netip.Addr) {
+	t.Helper()
 	if _, err := q.SetQuiet(nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.WriteTo(quiet, vrrp.GroupIPv4); err != nil {
+	if err := sender.WriteTo(advert, dst); err != nil {
 		t.Fatal(err)
 	}
-	if got, _, err := readOne(t, b); err != nil || string(got) != string(quiet) {
+	if got, _, err := readOne(t, receiver); err != nil || string(got) != string(advert) {
 		t.Fatalf("after clearing: %x, %v", got, err)
 	}
 	n := 0
@@ -82,8 +89,8 @@ func TestQuietAdvertsWaitAside(t *testing.T) {
 	if n != 0 {
 		t.Errorf("%d adverts still set aside after clearing", n)
 	}
-	b.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-	if _, _, err := b.ReadFrom(make([]byte, 1500)); !errors.Is(err, os.ErrDeadlineExceeded) {
+	receiver.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if _, _, err := receiver.ReadFrom(make([]byte, 1500)); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Errorf("an extra datagram: %v", err)
 	}
 }
