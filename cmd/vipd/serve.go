@@ -277,7 +277,8 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, adopt boo
 	var g errgroup.Group
 	handler := controlHandler{d, notifier, log}
 	g.Go(func() error { return ctl.Serve(runCtx, handler) })
-	if addr := cfg.Global.MetricsListen; m != nil {
+	if m != nil {
+		addr := cfg.Global.MetricsListen
 		g.Go(func() error {
 			if err := m.Serve(runCtx, addr, log); err != nil {
 				log.Error("metrics", "address", addr, "error", err)
