@@ -57,6 +57,7 @@ func runDaemon(configPath string, adopt bool, stderr io.Writer) int {
 	log, flushLog := newDaemonLogger(stderr, cfg.Global, level)
 	defer flushLog()
 	oneProcessor(log)
+	collectOnGrowth(log)
 	protectFromStarvation(cfg.Global, log)
 
 	adopt = consumeAdoptMarker(cfg, log) || adopt
