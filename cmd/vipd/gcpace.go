@@ -47,7 +47,10 @@ func (p *gcPacer) paceNext() {
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	debug.SetMemoryLimit(nextLimit(ms.Sys-ms.HeapReleased, ms.HeapAlloc))
+	// In use: what the runtime has mapped less its idle heap, returned to
+	// the system or not. Counting idle pages kept would raise the limit
+	// at each collection by what the last one left for the scavenger.
+	debug.SetMemoryLimit(nextLimit(ms.Sys-ms.HeapIdle, ms.HeapAlloc))
 	// A cleanup runs once the collector has found its object unreachable:
 	// after each collection, whatever started it.
 	runtime.AddCleanup(&collectionMark{}, func(p *gcPacer) { p.paceNext() }, p)
@@ -64,8 +67,7 @@ type collectionMark struct {
 	_ [24]byte
 }
 
-// nextLimit is the memory limit for a runtime holding inUse bytes (what
-// the limit counts: all it has mapped less what it returned), of which
+// nextLimit is the memory limit for a runtime using inUse bytes, of which
 // heap are live heap.
 func nextLimit(inUse, heap uint64) int64 {
 	limit := inUse + max(heap, minHeadroom)
