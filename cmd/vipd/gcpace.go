@@ -19,7 +19,7 @@ const minHeadroom = 4 << 20
 // two minutes pass without one; a daemon at rest allocates nothing, so
 // each of those finds nothing to free and costs its wake-ups (the
 // collector's workers, the scavenger after it): about 0.7 ms of CPU a
-// minute, a tenth of a Backup's whole cost at 1 s adverts. GOGC=off with a
+// minute, a fifth of a Backup's whole cost at 1 s adverts. GOGC=off with a
 // memory limit has no forced collection; the limit is moved after each
 // collection to what is then in use plus as much again as the heap holds
 // (at least minHeadroom), which is GOGC=100's pacing counted over all the

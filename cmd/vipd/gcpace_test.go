@@ -30,14 +30,16 @@ func TestNextLimit(t *testing.T) {
 func TestCollectOnGrowth(t *testing.T) {
 	t.Setenv("GOGC", "")
 	t.Setenv("GOMEMLIMIT", "")
+	oldPercent, oldLimit := debug.SetGCPercent(-1), debug.SetMemoryLimit(-1)
+	debug.SetGCPercent(oldPercent)
 	p := collectOnGrowth(slog.New(slog.DiscardHandler))
 	if p == nil {
 		t.Fatal("no pacer without GOGC and GOMEMLIMIT in the environment")
 	}
 	defer func() {
 		p.stop()
-		debug.SetGCPercent(100)
-		debug.SetMemoryLimit(math.MaxInt64)
+		debug.SetGCPercent(oldPercent)
+		debug.SetMemoryLimit(oldLimit)
 	}()
 	if old := debug.SetGCPercent(-1); old != -1 {
 		t.Fatalf("GOGC is %d with the pacer, want off", old)
