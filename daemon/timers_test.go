@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"net/netip"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -57,6 +58,94 @@ func TestMasterWakeArmsTheTimerOnce(t *testing.T) {
 		}
 		if len(resets) > adverts+1 {
 			t.Errorf("%d resets for %d adverts: %v", len(resets), adverts, resets)
+		}
+	})
+}
+
+// armedAt records where each Reset points the timer.
+type armedAt struct {
+	goTimer
+	mu  sync.Mutex
+	due []time.Time
+}
+
+func (a *armedAt) Reset(d time.Duration) {
+	a.mu.Lock()
+	a.due = append(a.due, time.Now().Add(d))
+	a.mu.Unlock()
+	a.goTimer.Reset(d)
+}
+
+func (a *armedAt) since(t time.Time) []time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []time.Time
+	for _, d := range a.due {
+		if d.After(t) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// A steady Backup whose Master's adverts are set aside wakes just after
+// one of them is due, not Skew_Time later, and no more often than its
+// Master_Down_Timer would wake it; when the advert does not come, the
+// deadline's wake-up still takes over on time.
+func TestSteadyBackupWakesJustAfterAnAdvert(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lan := &fakeLAN{quiet: true}
+		n1 := startNode(t, lan, "198.51.100.11", testInstance(150))
+		h := newFakeHost(lan, "198.51.100.12")
+		timer := &armedAt{goTimer: goTimer{stoppedTimer()}}
+		env := h.env()
+		env.NewTimer = func() (Timer, error) { return timer, nil }
+		n2 := startWithEnv(t, h, env, testInstance(100))
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if c := lan.connOf("198.51.100.12"); c.patternsSet() != 1 {
+			t.Fatalf("n2 is not steady: %d patterns", c.patternsSet())
+		}
+		lan.mu.Lock()
+		phase := time.Duration(lan.lastFrom[netip.MustParseAddr("198.51.100.11")].UnixNano()) % time.Second
+		lan.mu.Unlock()
+		from := time.Now()
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		wakes := timer.since(from)
+		// The deadline's wake-up would come Skew_Time(100) = 609 ms after
+		// an advert, every three adverts.
+		if len(wakes) < 9 || len(wakes) > 11 {
+			t.Errorf("%d wake-ups in 30 s, want about 10: %v", len(wakes), wakes)
+		}
+		for _, w := range wakes {
+			if off := (time.Duration(w.UnixNano()) - phase + time.Second) % time.Second; off != quietWakeAfter {
+				t.Errorf("wake-up %v after an advert, want %v", off, quietWakeAfter)
+			}
+		}
+
+		// The Master falls silent: the wake-up after the advert that does
+		// not come finds nothing, and the deadline's takes over on time.
+		n1.host.setCarrier(false)
+		lan.mu.Lock()
+		last := lan.lastFrom[netip.MustParseAddr("198.51.100.11")]
+		lan.mu.Unlock()
+		cut := time.Now()
+		time.Sleep(time.Until(last.Add(3*time.Second+skewOf(100))) - time.Millisecond)
+		synctest.Wait()
+		if n2.host.holds(testVIP) {
+			t.Fatal("n2 took over before Master_Down_Interval after the last advert")
+		}
+		time.Sleep(2*time.Millisecond + takeoverGrace(time.Second))
+		synctest.Wait()
+		if !n2.host.holds(testVIP) {
+			t.Fatalf("n2 did not take over Master_Down_Interval after the last advert: %v", n2.state())
+		}
+		// After the cut: the wake-up after the advert that did not come,
+		// the deadline's, the takeover's grace, the first advert's; a
+		// wake-up that found nothing and did not fall back would spin.
+		if armed := timer.since(cut); len(armed) > 5 {
+			t.Errorf("armed %d times between the cut and the takeover: %v", len(armed), armed)
 		}
 	})
 }
