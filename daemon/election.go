@@ -277,6 +277,7 @@ func (in *instance) receive(p *received, out []vrrp.Action) {
 		return
 	}
 	in.counters.advertsReceived.Add(1)
+	in.noteArrival(p.src, in.lastEventAt)
 	in.notePeerForm(p.src, &p.adv)
 	if p.adv.Priority > 0 {
 		in.successorHeard(p.src)

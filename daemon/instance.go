@@ -132,11 +132,17 @@ type instance struct {
 	quietPrio   uint8
 	lastEventAt time.Time
 	deferredAt  time.Time
-	reopen      bool      // a reload changed the transport
-	handover    bool      // the machine's next release is a planned move
-	yielding    bool      // the policy's handover is a yield to a preempting Master
-	lastClaim   time.Time // another host's last ARP or NA for our VIPs while we held them
-	tookAt      time.Time // when the addresses were last taken
+	// advertAt is when the last advert the election took arrived, from
+	// advertFrom; advertGap is the time since the one before it from the
+	// same router, its Master's interval as the wire shows it (afterAdvert).
+	advertAt   time.Time
+	advertFrom netip.Addr
+	advertGap  time.Duration
+	reopen     bool      // a reload changed the transport
+	handover   bool      // the machine's next release is a planned move
+	yielding   bool      // the policy's handover is a yield to a preempting Master
+	lastClaim  time.Time // another host's last ARP or NA for our VIPs while we held them
+	tookAt     time.Time // when the addresses were last taken
 	// awaitSuccessor: the last planned move's report still lacks the
 	// successor's advert (its announcement may have ended the move).
 	awaitSuccessor bool

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"net/netip"
 	"runtime"
 	"time"
 
@@ -82,11 +83,27 @@ func (in *instance) afterAdvert(due time.Time) time.Time {
 	if iv <= 0 || mdi <= timerLead {
 		return time.Time{}
 	}
+	// A Master that arms its next advert after sending one drifts later
+	// by its own latency every interval: expect its adverts as far apart
+	// as they came, not as its interval says.
+	if gap := in.advertGap; gap > iv && gap < iv+iv/8 {
+		iv = gap
+	}
 	adverts := (mdi - timerLead) / iv // read by the deadline's wake-up
 	if adverts < 1 || time.Duration(adverts)*iv+quietWakeAfter > mdi-timerLead {
 		return time.Time{} // one advert fewer: a wake-up more often
 	}
 	return due.Add(time.Duration(adverts)*iv - mdi + quietWakeAfter)
+}
+
+// noteArrival keeps when an advert from src arrived, at, and how long
+// after the one before it from the same router.
+func (in *instance) noteArrival(src netip.Addr, at time.Time) {
+	in.advertGap = 0
+	if src == in.advertFrom && !in.advertAt.IsZero() {
+		in.advertGap = at.Sub(in.advertAt)
+	}
+	in.advertAt, in.advertFrom = at, src
 }
 
 // nextWake is the earliest moment anything waits for; zero: nothing. A

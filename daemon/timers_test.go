@@ -2,10 +2,13 @@ package daemon
 
 import (
 	"net/netip"
+	"sort"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/vipd/vipd/vrrp"
 )
 
 // countingTimer is a kernel-like Timer (moved eagerly) that records each
@@ -146,6 +149,55 @@ func TestSteadyBackupWakesJustAfterAnAdvert(t *testing.T) {
 		// wake-up that found nothing and did not fall back would spin.
 		if armed := timer.since(cut); len(armed) > 5 {
 			t.Errorf("armed %d times between the cut and the takeover: %v", len(armed), armed)
+		}
+	})
+}
+
+// A Master whose adverts drift later (each interval a little over its
+// advertised one, as a Master that arms its next advert after sending
+// does) still finds a steady Backup awake just after them, and the Backup
+// wakes no more often than once in three intervals.
+func TestSteadyBackupFollowsADriftingMaster(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lan := &fakeLAN{quiet: true}
+		h := newFakeHost(lan, "198.51.100.12")
+		timer := &armedAt{goTimer: goTimer{stoppedTimer()}}
+		env := h.env()
+		env.NewTimer = func() (Timer, error) { return timer, nil }
+		n2 := startWithEnv(t, h, env, testInstance(100))
+		master := netip.MustParseAddr("198.51.100.20")
+		const drift = 700 * time.Microsecond // three of them: over quietWakeAfter
+		var sent []time.Time
+		advertise := func(d time.Duration) {
+			for end := time.Now().Add(d); time.Now().Before(end); {
+				lan.advertise(master, 200)
+				sent = append(sent, time.Now())
+				time.Sleep(time.Second + drift)
+			}
+		}
+		advertise(10 * time.Second)
+		synctest.Wait()
+		if c := lan.connOf("198.51.100.12"); c.patternsSet() != 1 {
+			t.Fatalf("n2 is not steady: %d patterns", c.patternsSet())
+		}
+		from := time.Now()
+		advertise(30 * time.Second)
+		synctest.Wait()
+		wakes := timer.since(from)
+		if len(wakes) < 9 || len(wakes) > 11 {
+			t.Errorf("%d wake-ups in 30 s, want about 10", len(wakes))
+		}
+		for _, w := range wakes {
+			i := sort.Search(len(sent), func(i int) bool { return sent[i].After(w) }) - 1
+			if i < 0 || i == len(sent)-1 {
+				continue // armed for an advert the test no longer sends
+			}
+			if off := w.Sub(sent[i]); off != quietWakeAfter {
+				t.Errorf("wake-up %v after an advert", off)
+			}
+		}
+		if n2.state() != vrrp.StateBackup {
+			t.Errorf("n2 %v", n2.state())
 		}
 	})
 }
