@@ -33,6 +33,28 @@ func (l *fakeLAN) connOf(addr string) *fakeConn {
 	return nil
 }
 
+// cutMasterExpectTakeover cuts the link of n1, the Master at 198.51.100.11,
+// and checks that n2, a Backup at priority 100 with 1 s adverts, takes
+// over Master_Down_Interval after n1's last advert: not before, not later.
+func cutMasterExpectTakeover(t *testing.T, lan *fakeLAN, n1, n2 *node) {
+	t.Helper()
+	n1.host.setCarrier(false)
+	lan.mu.Lock()
+	lastAdvert := lan.lastFrom[netip.MustParseAddr("198.51.100.11")]
+	lan.mu.Unlock()
+	mdi := 3*time.Second + skewOf(100)
+	time.Sleep(time.Until(lastAdvert.Add(mdi)) - time.Millisecond)
+	synctest.Wait()
+	if n2.host.holds(testVIP) {
+		t.Fatal("n2 took over before Master_Down_Interval after the last advert")
+	}
+	time.Sleep(2*time.Millisecond + takeoverGrace(time.Second))
+	synctest.Wait()
+	if !n2.host.holds(testVIP) {
+		t.Fatalf("n2 did not take over Master_Down_Interval after the last advert: %v", n2.state())
+	}
+}
+
 // A steady Backup reads none of its Master's adverts when they come (the
 // kernel sets them aside); it reads them when its timer fires, and they
 // push the Master_Down_Timer back from their arrival as if each had been
@@ -72,21 +94,7 @@ func TestSteadyAdvertsSetAsideTimedByArrival(t *testing.T) {
 			t.Error("the pattern was cleared by a status report")
 		}
 
-		n1.host.setCarrier(false)
-		lan.mu.Lock()
-		lastAdvert := lan.lastFrom[netip.MustParseAddr("198.51.100.11")]
-		lan.mu.Unlock()
-		mdi := 3*time.Second + skewOf(100)
-		time.Sleep(time.Until(lastAdvert.Add(mdi)) - time.Millisecond)
-		synctest.Wait()
-		if n2.host.holds(testVIP) {
-			t.Fatal("n2 took over before Master_Down_Interval after the last advert")
-		}
-		time.Sleep(2*time.Millisecond + takeoverGrace(time.Second))
-		synctest.Wait()
-		if !n2.host.holds(testVIP) {
-			t.Fatalf("n2 did not take over Master_Down_Interval after the last advert: %v", n2.state())
-		}
+		cutMasterExpectTakeover(t, lan, n1, n2)
 		if c := n2.d.Snapshot()[0].LastChange.Cause; c != "no advert from 198.51.100.11 for 3.61s" {
 			t.Errorf("cause %q", c)
 		}
