@@ -91,6 +91,17 @@ func (a *armedAt) since(t time.Time) []time.Time {
 	return out
 }
 
+// startTimedBackup starts a Backup at 198.51.100.12, priority 100, whose
+// wake timer records where it is armed.
+func startTimedBackup(t *testing.T, lan *fakeLAN) (*node, *armedAt) {
+	t.Helper()
+	h := newFakeHost(lan, "198.51.100.12")
+	timer := &armedAt{goTimer: goTimer{stoppedTimer()}}
+	env := h.env()
+	env.NewTimer = func() (Timer, error) { return timer, nil }
+	return startWithEnv(t, h, env, testInstance(100)), timer
+}
+
 // A steady Backup whose Master's adverts are set aside wakes just after
 // one of them is due, not Skew_Time later, and no more often than its
 // Master_Down_Timer would wake it; when the advert does not come, the
@@ -99,11 +110,7 @@ func TestSteadyBackupWakesJustAfterAnAdvert(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lan := &fakeLAN{quiet: true}
 		n1 := startNode(t, lan, "198.51.100.11", testInstance(150))
-		h := newFakeHost(lan, "198.51.100.12")
-		timer := &armedAt{goTimer: goTimer{stoppedTimer()}}
-		env := h.env()
-		env.NewTimer = func() (Timer, error) { return timer, nil }
-		n2 := startWithEnv(t, h, env, testInstance(100))
+		n2, timer := startTimedBackup(t, lan)
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 		if c := lan.connOf("198.51.100.12"); c.patternsSet() != 1 {
@@ -147,11 +154,7 @@ func TestSteadyBackupWakesJustAfterAnAdvert(t *testing.T) {
 func TestSteadyBackupFollowsADriftingMaster(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lan := &fakeLAN{quiet: true}
-		h := newFakeHost(lan, "198.51.100.12")
-		timer := &armedAt{goTimer: goTimer{stoppedTimer()}}
-		env := h.env()
-		env.NewTimer = func() (Timer, error) { return timer, nil }
-		n2 := startWithEnv(t, h, env, testInstance(100))
+		n2, timer := startTimedBackup(t, lan)
 		master := netip.MustParseAddr("198.51.100.20")
 		const drift = 700 * time.Microsecond // three of them: over quietWakeAfter
 		var sent []time.Time
