@@ -27,6 +27,18 @@ type Region struct {
 // no private copy (Anonymous 0 in smaps) are released: dropping those can
 // lose nothing.
 func ReleaseExecutable() ([]Region, error) {
+	regions, err := ExecutableRegions()
+	if err != nil {
+		return nil, err
+	}
+	return regions, Release(regions)
+}
+
+// ExecutableRegions finds the mappings ReleaseExecutable would drop,
+// without dropping them: a caller that has work to do first (collections,
+// which read the binary's tables) finds them before, while it may still
+// allocate, and releases them after with Release, which does not.
+func ExecutableRegions() ([]Region, error) {
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
 		return nil, err
@@ -35,17 +47,24 @@ func ReleaseExecutable() ([]Region, error) {
 	if err != nil {
 		return nil, err
 	}
-	var released []Region
+	var regions []Region
 	for _, m := range parseSmaps(smaps) {
-		if !releasable(m, exe) {
-			continue
+		if releasable(m, exe) {
+			regions = append(regions, Region{Start: m.start, End: m.end, Perms: m.perms})
 		}
-		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, uintptr(m.start), uintptr(m.end-m.start), unix.MADV_DONTNEED); errno != 0 {
-			return released, fmt.Errorf("madvise %x-%x: %w", m.start, m.end, errno)
-		}
-		released = append(released, Region{Start: m.start, End: m.end, Perms: m.perms})
 	}
-	return released, nil
+	return regions, nil
+}
+
+// Release drops the pages of regions from ExecutableRegions. It allocates
+// nothing, so it touches no page it has just dropped for its own sake.
+func Release(regions []Region) error {
+	for _, r := range regions {
+		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, uintptr(r.Start), uintptr(r.End-r.Start), unix.MADV_DONTNEED); errno != 0 {
+			return fmt.Errorf("madvise %x-%x: %w", r.Start, r.End, errno)
+		}
+	}
+	return nil
 }
 
 // releasable: a private mapping of exe, not writable, with no page of its

@@ -14,3 +14,11 @@ type Region struct {
 func ReleaseExecutable() ([]Region, error) {
 	return nil, errors.New("residency: Linux only")
 }
+
+// ExecutableRegions is Linux only.
+func ExecutableRegions() ([]Region, error) {
+	return nil, errors.New("residency: Linux only")
+}
+
+// Release is Linux only.
+func Release([]Region) error { return errors.New("residency: Linux only") }
