@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Region is one mapping of the executable that was released.
+// Region is one mapping of the executable that can be released.
 type Region struct {
 	Start, End uint64
 	Perms      string

@@ -4,7 +4,7 @@ package residency
 
 import "errors"
 
-// Region is one mapping of the executable that was released.
+// Region is one mapping of the executable that can be released.
 type Region struct {
 	Start, End uint64
 	Perms      string
