@@ -92,11 +92,10 @@ func probeEveryOn(cfg *config.Config, ic config.Instance) time.Duration {
 const (
 	// probeEvery is how often a Master asks who else has its VIPs, and
 	// probesPerSecond how many an interface sends at most (probeEveryOn).
-	// Four, not sixteen: with sixteen groups, sixteen probes a second cost
-	// their Master as much again as their adverts (a probe on a bridge is
-	// as dear to its sender as an advert: every receiver's kernel takes it
-	// on the sender's time): sixteen groups' Master cost 75.8 and 69.0
-	// ms/min in two runs with sixteen, 56.6 with four.
+	// Four, not sixteen: on a bridge a probe costs its sender as much as an
+	// advert (every receiver's kernel runs on the sender's time), and
+	// sixteen groups' Master cost 75.8 and 69.0 ms/min with sixteen, 56.6
+	// with four.
 	probeEvery      = time.Second
 	probesPerSecond = 4
 	// conflictGrace is how long a claim waits for an advert that explains it.
