@@ -11,52 +11,50 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Group waits on its timers' descriptors with one goroutine. Close ends
-// it; its timers then fire no more.
+// Group keeps its timers' deadlines in a heap and one timerfd armed for
+// the earliest, which the Go poller watches. Close ends it; its timers
+// then fire no more.
 type Group struct {
-	ep   *os.File // the group's epoll instance, in the Go poller
-	epfd int      // its descriptor (ep.Fd would make it blocking)
+	f    *os.File // the timerfd, in the Go poller
+	fd   int      // its descriptor (f.Fd would make it blocking)
 	rc   syscall.RawConn
 	done chan struct{} // closed when the waiter has returned
 
-	mu     sync.Mutex
-	timers map[uint32]*Timer // by the id in their epoll event
-	nextID uint32
-	closed bool
+	mu      sync.Mutex
+	queue   []*Timer  // the armed timers, a min-heap by due
+	armedAt time.Time // the deadline the timerfd is armed for; zero: disarmed
+	closed  bool
+	spec    unix.ItimerSpec // the settime call's argument, kept: no escape per call
+	// settimes counts the timerfd's re-armings, for tests: a Reset that
+	// leaves the earliest deadline where it was must make none.
+	settimes int
 
-	// events is the waiter's buffer, and wait its call given to the
-	// poller, made once: a method value made at each wait escapes to the
-	// heap.
-	events [64]unix.EpollEvent
+	// waited and wait are the waiter's: the call given to the poller,
+	// made once (a method value made at each wait escapes to the heap),
+	// and whether it has been called once in the current wait.
+	waited bool
 	wait   func(fd uintptr) bool
 }
 
 // NewGroup starts a group's waiter.
 func NewGroup() (*Group, error) {
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
 	if err != nil {
-		return nil, os.NewSyscallError("epoll_create1", err)
+		return nil, os.NewSyscallError("timerfd_create", err)
 	}
-	// The poller needs the descriptor non-blocking; an epoll descriptor
-	// takes the flag like any other.
-	if err := unix.SetNonblock(epfd, true); err != nil {
-		unix.Close(epfd)
-		return nil, os.NewSyscallError("fcntl", err)
-	}
-	ep := os.NewFile(uintptr(epfd), "ktimer-epoll")
-	rc, err := ep.SyscallConn()
+	f := os.NewFile(uintptr(fd), "ktimer")
+	rc, err := f.SyscallConn()
 	if err != nil {
-		ep.Close()
+		f.Close()
 		return nil, err
 	}
-	g := &Group{ep: ep, epfd: epfd, rc: rc, done: make(chan struct{}), timers: map[uint32]*Timer{}}
-	g.wait = g.collect
+	g := &Group{f: f, fd: fd, rc: rc, done: make(chan struct{})}
+	g.wait = g.ready
 	go g.run()
 	return g, nil
 }
 
-// Close stops the waiter and waits for it. The timers' own descriptors
-// stay until each is closed.
+// Close stops the waiter and waits for it.
 func (g *Group) Close() error {
 	g.mu.Lock()
 	if g.closed {
@@ -65,112 +63,114 @@ func (g *Group) Close() error {
 		return nil
 	}
 	g.closed = true
+	for _, t := range g.queue {
+		t.index = -1
+	}
+	g.queue = nil
 	g.mu.Unlock()
-	err := g.ep.Close() // wakes the waiter's poll with an error
+	err := g.f.Close() // wakes the waiter's poll with an error
 	<-g.done
 	return err
 }
 
-// run reads the expiries as the group's epoll instance reports them and
-// hands each to its timer. It stays inside one wait of the poller: what
-// was ready when it looked is read; anything that becomes ready later
-// wakes the poller again, a new edge of the group's descriptor.
+// run fires the timers that are due each time the timerfd expires.
 func (g *Group) run() {
 	defer close(g.done)
-	_ = g.rc.Read(g.wait)
-}
-
-// collect takes what is ready from the group's epoll instance; false: wait
-// for more.
-func (g *Group) collect(fd uintptr) bool {
 	for {
-		n, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, fd, uintptr(unsafe.Pointer(&g.events[0])), uintptr(len(g.events)), 0, 0, 0)
-		switch errno {
-		case 0:
-		case unix.EINTR:
-			continue
-		default:
-			return true // closed
+		g.waited = false
+		if err := g.rc.Read(g.wait); err != nil {
+			return // closed
 		}
-		now := time.Now()
-		for i := range int(n) {
-			g.fire(uint32(g.events[i].Fd), now)
-		}
-		if int(n) < len(g.events) {
-			return false
+		if !g.expire(time.Now()) {
+			return
 		}
 	}
 }
 
-// fire reads the expiry of timer id and hands it on without blocking: a
-// value the receiver has not taken yet already tells it to look at its
-// deadlines.
-func (g *Group) fire(id uint32, now time.Time) {
-	var buf [8]byte
-	g.mu.Lock()
-	t := g.timers[id]
-	read := false
-	if t != nil {
-		// Under the lock: Close cannot close (and the kernel reuse) the
-		// descriptor meanwhile.
-		for {
-			_, _, errno := unix.RawSyscall(unix.SYS_READ, uintptr(t.fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
-			if errno == unix.EINTR {
-				continue
-			}
-			read = errno == 0
-			break
-		}
+// ready is the poller's call. The first call of a wait returns false, so
+// the poller waits for the timerfd's next expiry (an edge: the expiry is
+// never read, as the next arming resets the count), unless a deadline has
+// passed already: the poller forgets an expiry that came while the timers
+// were being fired. Called again, after the poller saw an expiry: true.
+func (g *Group) ready(uintptr) bool {
+	if g.waited {
+		return true
 	}
-	g.mu.Unlock()
-	if read {
+	g.waited = true
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.closed || len(g.queue) > 0 && !g.queue[0].due.After(time.Now())
+}
+
+// expire fires the timers due at now and arms the timerfd for the next;
+// false: the group is closed.
+func (g *Group) expire(now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	for len(g.queue) > 0 && !g.queue[0].due.After(now) {
+		t := g.queue[0]
+		g.remove(t)
+		// Without blocking: a value the receiver has not taken yet
+		// already tells it to look at its deadlines.
 		select {
 		case t.c <- now:
 		default:
 		}
 	}
+	// The timerfd is one-shot: once expired it is disarmed, so arm starts
+	// from nothing (and makes no call when no timer is left).
+	g.armedAt = time.Time{}
+	g.arm(now)
+	return true
+}
+
+// arm points the timerfd at the earliest deadline, if that moved. The
+// caller holds mu.
+func (g *Group) arm(now time.Time) {
+	var next time.Time
+	if len(g.queue) > 0 {
+		next = g.queue[0].due
+	}
+	if next.Equal(g.armedAt) || g.closed {
+		return
+	}
+	g.armedAt = next
+	var value unix.Timespec // zero disarms
+	if !next.IsZero() {
+		value = unix.NsecToTimespec(max(int64(next.Sub(now)), 1))
+	}
+	g.spec = unix.ItimerSpec{Value: value}
+	g.settimes++
+	// Raw: timerfd_settime never blocks, and an ordinary call would wake
+	// the runtime's monitor thread.
+	unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(g.fd), 0, uintptr(unsafe.Pointer(&g.spec)), 0, 0, 0)
 }
 
 var errClosed = errors.New("ktimer: group closed")
 
 // New returns a stopped timer of the group. Close releases it.
 func (g *Group) New() (*Timer, error) {
-	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
-	if err != nil {
-		return nil, os.NewSyscallError("timerfd_create", err)
-	}
-	t := &Timer{g: g, fd: fd, c: make(chan time.Time, 1)}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
-		unix.Close(fd)
 		return nil, errClosed
 	}
-	for g.timers[g.nextID] != nil { // after 2^32 timers, an id still in use
-		g.nextID++
-	}
-	t.id = g.nextID
-	g.nextID++
-	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(t.id)}
-	if err := unix.EpollCtl(g.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
-		unix.Close(fd)
-		return nil, os.NewSyscallError("epoll_ctl", err)
-	}
-	g.timers[t.id] = t
-	return t, nil
+	return &Timer{g: g, c: make(chan time.Time, 1), index: -1}, nil
 }
 
 // Timer is a one-shot timer. Its channel receives the time of each expiry;
-// a Reset or Stop does not take back an expiry already read from the
-// kernel, so a receiver checks whether the deadline it wanted has come.
-// Reset and Stop are called from one goroutine at a time.
+// a Reset or Stop does not take back an expiry already sent, so a receiver
+// checks whether the deadline it wanted has come. Reset and Stop are called
+// from one goroutine at a time.
 type Timer struct {
-	g    *Group
-	id   uint32
-	fd   int
-	c    chan time.Time
-	once sync.Once
-	spec unix.ItimerSpec // the settime call's argument, kept: no escape per call
+	g      *Group
+	c      chan time.Time
+	due    time.Time
+	index  int // in the group's queue; -1: not armed
+	closed bool
 }
 
 // C is the channel expiries are sent on.
@@ -178,34 +178,109 @@ func (t *Timer) C() <-chan time.Time { return t.c }
 
 // Reset arms the timer to expire after d (at once for d <= 0).
 func (t *Timer) Reset(d time.Duration) {
-	d = max(d, time.Nanosecond) // an all-zero value would disarm it
-	t.settime(unix.NsecToTimespec(int64(d)))
+	g := t.g
+	now := time.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if t.closed || g.closed {
+		return
+	}
+	t.due = now.Add(max(d, 0))
+	if t.index < 0 {
+		g.push(t)
+	} else {
+		g.fix(t.index)
+	}
+	g.arm(now)
 }
 
 // Stop disarms the timer.
-func (t *Timer) Stop() { t.settime(unix.Timespec{}) }
-
-func (t *Timer) settime(value unix.Timespec) {
-	t.spec = unix.ItimerSpec{Value: value}
-	// Raw: timerfd_settime never blocks, and an ordinary call would wake
-	// the runtime's monitor thread.
-	unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(t.fd), 0, uintptr(unsafe.Pointer(&t.spec)), 0, 0, 0)
+func (t *Timer) Stop() {
+	g := t.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if t.index >= 0 {
+		g.remove(t)
+		g.arm(time.Now())
+	}
 }
 
-// Close stops the timer and releases its descriptor.
+// Close stops the timer for good.
 func (t *Timer) Close() error {
-	var err error
-	t.once.Do(func() {
-		g := t.g
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		delete(g.timers, t.id)
-		if !g.closed {
-			// Closing the descriptor takes it out of the epoll instance too;
-			// said first, so no expiry of it is reported after.
-			_ = unix.EpollCtl(g.epfd, unix.EPOLL_CTL_DEL, t.fd, nil)
+	g := t.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t.closed = true
+	if t.index >= 0 {
+		g.remove(t)
+		g.arm(time.Now())
+	}
+	return nil
+}
+
+// The queue is a binary min-heap by due, each timer knowing its index; the
+// caller holds mu. Hand-written rather than container/heap: no interface
+// calls on a path a Master takes at every advert.
+
+func (g *Group) push(t *Timer) {
+	t.index = len(g.queue)
+	g.queue = append(g.queue, t)
+	g.up(t.index)
+}
+
+func (g *Group) remove(t *Timer) {
+	i, last := t.index, len(g.queue)-1
+	if i != last {
+		g.swap(i, last)
+	}
+	g.queue[last] = nil
+	g.queue = g.queue[:last]
+	t.index = -1
+	if i != last {
+		g.fix(i)
+	}
+}
+
+func (g *Group) fix(i int) {
+	if !g.down(i) {
+		g.up(i)
+	}
+}
+
+func (g *Group) less(i, j int) bool { return g.queue[i].due.Before(g.queue[j].due) }
+
+func (g *Group) swap(i, j int) {
+	g.queue[i], g.queue[j] = g.queue[j], g.queue[i]
+	g.queue[i].index, g.queue[j].index = i, j
+}
+
+func (g *Group) up(i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !g.less(i, parent) {
+			return
 		}
-		err = unix.Close(t.fd)
-	})
-	return err
+		g.swap(i, parent)
+		i = parent
+	}
+}
+
+// down reports whether it moved the element at i.
+func (g *Group) down(i int) bool {
+	start, n := i, len(g.queue)
+	for {
+		child := 2*i + 1
+		if child >= n {
+			break
+		}
+		if right := child + 1; right < n && g.less(right, child) {
+			child = right
+		}
+		if !g.less(child, i) {
+			break
+		}
+		g.swap(i, child)
+		i = child
+	}
+	return i > start
 }

@@ -181,8 +181,8 @@ func TestGroupTimersFireIndependently(t *testing.T) {
 	}
 }
 
-// A closed timer's descriptor may be the kernel's next one: the new timer
-// gets its own expiries, the closed one none.
+// A closed timer hears nothing more, and the timer made after it gets its
+// own expiries.
 func TestGroupClosedTimerHearsNothing(t *testing.T) {
 	g := newGroup(t)
 	old, err := g.New()
@@ -256,8 +256,8 @@ func TestGroupBusyReceiverBlocksNobody(t *testing.T) {
 	}
 }
 
-// Closing the group ends its waiter and closes its epoll descriptor; new
-// timers are refused.
+// Closing the group ends its waiter and closes its timerfd; new timers are
+// refused.
 func TestGroupCloseEndsTheWaiter(t *testing.T) {
 	fds := func() int {
 		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", os.Getpid()))
@@ -303,11 +303,10 @@ func TestGroupCloseEndsTheWaiter(t *testing.T) {
 	}
 }
 
-// More timers expire at once than the waiter reads in one call: each still
-// fires.
+// Many timers expire at once: each fires.
 func TestGroupManyExpiriesAtOnce(t *testing.T) {
 	g := newGroup(t)
-	const n = 3 * len(Group{}.events)
+	const n = 200
 	timers := make([]*Timer, n)
 	for i := range timers {
 		tm, err := g.New()
@@ -325,6 +324,103 @@ func TestGroupManyExpiriesAtOnce(t *testing.T) {
 		case <-tm.C():
 		case <-time.After(5 * time.Second):
 			t.Fatalf("timer %d of %d did not fire", i, n)
+		}
+	}
+}
+
+// A group of many timers holds one descriptor, not one per timer.
+func TestGroupHoldsOneDescriptor(t *testing.T) {
+	fds := func() int {
+		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", os.Getpid()))
+		if err != nil {
+			t.Skipf("no /proc: %v", err)
+		}
+		return len(ents)
+	}
+	before := fds()
+	g := newGroup(t)
+	for range 64 {
+		tm, err := g.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tm.Close()
+		tm.Reset(time.Hour)
+	}
+	if got := fds() - before; got != 1 {
+		t.Errorf("a group of 64 armed timers holds %d descriptors, want 1", got)
+	}
+}
+
+// The timerfd is re-armed only when the earliest deadline moves: a Backup
+// pushing back one of many Master_Down timers, or a Master re-arming its
+// advert timer while another's comes first, makes no system call.
+func TestResetKeepingTheEarliestMakesNoSystemCall(t *testing.T) {
+	g := newGroup(t)
+	first, err := g.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	later, err := g.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer later.Close()
+	first.Reset(time.Hour)
+	settimes := func() int {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.settimes
+	}
+	n := settimes()
+	for i := range 10 {
+		later.Reset(2*time.Hour + time.Duration(i)*time.Second)
+	}
+	later.Stop()
+	if got := settimes() - n; got != 0 {
+		t.Errorf("moving a timer behind the earliest re-armed the timerfd %d times, want 0", got)
+	}
+	later.Reset(time.Minute) // now the earliest
+	first.Stop()             // not the earliest any more: nothing to re-arm
+	if got := settimes() - n; got != 1 {
+		t.Errorf("a new earliest deadline re-armed the timerfd %d times, want 1", got)
+	}
+	later.Stop() // the earliest goes: the timerfd is disarmed
+	if got := settimes() - n; got != 2 {
+		t.Errorf("stopping the earliest re-armed the timerfd %d times in all, want 2", got)
+	}
+}
+
+// Timers reset concurrently from many goroutines, often to expire at once
+// or within a millisecond, each fire every time: no expiry is lost between
+// the poller and the heap.
+func TestGroupLosesNoExpiry(t *testing.T) {
+	g := newGroup(t)
+	const timers, rounds = 16, 100
+	errs := make(chan error, timers)
+	for i := range timers {
+		tm, err := g.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tm.Close()
+		go func() {
+			for r := range rounds {
+				tm.Reset(time.Duration((i+r)%3) * 500 * time.Microsecond)
+				select {
+				case <-tm.C():
+				case <-time.After(5 * time.Second):
+					errs <- fmt.Errorf("timer %d: expiry %d never came", i, r)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range timers {
+		if err := <-errs; err != nil {
+			t.Error(err)
 		}
 	}
 }
