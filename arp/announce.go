@@ -133,7 +133,10 @@ func (a *Announcer) Announce(vip netip.Addr) error {
 // Probe asks who has vip, from this interface's MAC and address from: any
 // other host that holds vip answers with its own MAC, which a Monitor on
 // this interface reports. A Master probes so that a second owner that never
-// speaks first (a left-over address, a static one) is found too.
+// speaks first (a left-over address, a static one) is found too. From
+// 0.0.0.0 it is RFC 5227's ARP Probe, which a holder answers all the same
+// (Linux unless its arp_ignore is 2, which wants the asker in the VIP's
+// subnet) and which costs the hosts that only hear it less.
 func (a *Announcer) Probe(vip, from netip.Addr) error {
 	vip, from = vip.Unmap(), from.Unmap()
 	if !vip.Is4() || vip.IsUnspecified() || !from.Is4() {

@@ -291,3 +291,29 @@ func TestProbeAllocatesNothing(t *testing.T) {
 		t.Errorf("%d frames left the interface for %d probes", got, runs)
 	}
 }
+
+// A host holding the VIP answers a probe, from 0.0.0.0 (RFC 5227's ARP
+// Probe, what a Master sends) as from an address of ours, and the answer
+// reaches the prober's monitor as that host's claim.
+func TestProbeFindsAHolder(t *testing.T) {
+	nstest.RequireRoot(t, "sudo go test ./arp")
+	a, b := twoHosts(t)
+	l, err := b.h.LinkByName("vipb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.h.AddrAdd(l, &netlink.Addr{IPNet: ipNet(netip.PrefixFrom(testVIP, 32))}); err != nil {
+		t.Fatalf("VIP on B: %v", err)
+	}
+	claims := a.monitor(t)
+	ann := a.dial(t)
+	for _, from := range []netip.Addr{netip.IPv4Unspecified(), addrA.Addr()} {
+		if err := ann.Probe(testVIP, from); err != nil {
+			t.Fatalf("Probe from %v: %v", from, err)
+		}
+		c := waitClaim(t, claims, testVIP)
+		if !bytes.Equal(c.MAC, b.ifi.HardwareAddr) || c.Op != OperationReply || c.Gratuitous() {
+			t.Errorf("probe from %v: claim %+v, want B's (%v) answer", from, c, b.ifi.HardwareAddr)
+		}
+	}
+}

@@ -88,7 +88,7 @@ func TestMastersOfOneSocketAdvertiseTogether(t *testing.T) {
 
 // An interface with forty VIPs probes for a second owner about four times
 // a second, not forty: each VIP every ten seconds. One with a single VIP
-// probes it every second.
+// probes it every second. Each is an RFC 5227 ARP Probe, from 0.0.0.0.
 func TestProbesOfAnInterfaceAreBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		for _, groups := range []int{1, 40} {
@@ -112,6 +112,12 @@ func TestProbesOfAnInterfaceAreBounded(t *testing.T) {
 			}
 			if perSecond < want*0.9 || perSecond > want*1.1 {
 				t.Errorf("%d groups: %.1f probes a second, want %.1f", groups, perSecond, want)
+			}
+			n.host.mu.Lock()
+			from := n.host.probeFrom
+			n.host.mu.Unlock()
+			if from != netip.IPv4Unspecified() {
+				t.Errorf("%d groups: probed from %v, want 0.0.0.0 (RFC 5227's ARP Probe)", groups, from)
 			}
 			n.stop(t)
 		}
