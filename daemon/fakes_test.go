@@ -265,7 +265,7 @@ type fakeHost struct {
 	lan       *fakeLAN
 	claims    chan arp.Claim // ARP packets of other hosts, as the monitor would see them
 	probes    int
-	probeFrom netip.Addr // the sender address of the last probe
+	probeFrom netip.Addr          // the sender address of the last probe
 	opened    []transport.Options // every VRRP socket opened, in order
 	noAddr    bool                // the interface has no IPv4 address
 	tentative bool                // its link-local address is in DAD
