@@ -135,8 +135,9 @@ func (a *Announcer) Announce(vip netip.Addr) error {
 // this interface reports. A Master probes so that a second owner that never
 // speaks first (a left-over address, a static one) is found too. From
 // 0.0.0.0 it is RFC 5227's ARP Probe, which a holder answers all the same
-// (Linux unless its arp_ignore is 2, which wants the asker in the VIP's
-// subnet) and which costs the hosts that only hear it less.
+// and which costs the hosts that only hear it less. Linux answers it only
+// for an address it holds: a host that proxies ARP for the VIP answers a
+// probe from an address, not this one.
 func (a *Announcer) Probe(vip, from netip.Addr) error {
 	vip, from = vip.Unmap(), from.Unmap()
 	if !vip.Is4() || vip.IsUnspecified() || !from.Is4() {

@@ -36,7 +36,8 @@ func (in *instance) waitUntil(t time.Time) {
 // (dueAt, by vrrp.Timer) and the announcement policy's (policyDue). It is
 // armed for the earliest (rearm); when it fires, whatever is due runs
 // (onWake). One timer, not five, keeps a host with hundreds of groups
-// light (one descriptor and one goroutine per instance for kernel timers).
+// light (one deadline each in the kernel timers' heap, which one timerfd
+// and one goroutine serve for the whole daemon).
 //
 // A runtime timer is moved later lazily. Every advert a Backup hears pushes
 // its Master_Down_Timer back; resetting a runtime timer to a later time
@@ -45,7 +46,8 @@ func (in *instance) waitUntil(t time.Time) {
 // So the runtime timer keeps its earlier deadline and, when it fires, is
 // armed again for what is left: one wake-up per Master_Down_Interval
 // instead of one per advert. A kernel timer (Env.NewTimer) is moved for
-// one raw system call and no wake-up, so it is always moved.
+// at most one raw system call (none unless it is the daemon's earliest)
+// and no wake-up, so it is always moved.
 
 // wakeAt is when timer t must wake the loop for a deadline due: early by
 // timerLead for the precise ones, since Go's timers wake through epoll in

@@ -121,7 +121,9 @@ func (g *Group) expire(now time.Time) bool {
 		}
 	}
 	// The timerfd is one-shot: once expired it is disarmed, so arm starts
-	// from nothing (and makes no call when no timer is left).
+	// from nothing (and makes no call when no timer is left). Woken before
+	// it expired (a deadline seen passed first), it may stay armed for a
+	// deadline gone: one wake-up for nothing, as expire checks deadlines.
 	g.armedAt = time.Time{}
 	g.arm(now)
 	return true

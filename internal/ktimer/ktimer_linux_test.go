@@ -91,8 +91,8 @@ func TestCloseEndsTheTimer(t *testing.T) {
 	}
 }
 
-// Each expiry is read once and the next one wakes the waiter again, with
-// no read in between that heard EAGAIN: the poller's edge does it.
+// Each expiry wakes the waiter again: the timerfd is never read, and the
+// poller's edge of the next expiry does it.
 func TestTimerFiresAgainAfterEachExpiry(t *testing.T) {
 	tm, err := newGroup(t).New()
 	if err != nil {
@@ -107,8 +107,8 @@ func TestTimerFiresAgainAfterEachExpiry(t *testing.T) {
 			t.Fatalf("expiry %d never came", i+1)
 		}
 	}
-	// Expiries while nobody receives are one reading of the descriptor:
-	// one value, then the next Reset's.
+	// Expiries while nobody receives are one value on the channel, then
+	// the next Reset's.
 	tm.Reset(time.Millisecond)
 	time.Sleep(20 * time.Millisecond)
 	<-tm.C()
@@ -194,7 +194,7 @@ func TestGroupClosedTimerHearsNothing(t *testing.T) {
 	if err := old.Close(); err != nil {
 		t.Fatal(err)
 	}
-	drainNow(old.C()) // an expiry read before Close
+	drainNow(old.C()) // an expiry sent before Close
 	fresh, err := g.New()
 	if err != nil {
 		t.Fatal(err)
