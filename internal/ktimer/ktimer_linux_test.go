@@ -213,6 +213,17 @@ func TestGroupClosedTimerHearsNothing(t *testing.T) {
 	}
 }
 
+// openFDs counts the process's open descriptors; without /proc the test
+// is skipped.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", os.Getpid()))
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	return len(ents)
+}
+
 func drainNow(c <-chan time.Time) {
 	for {
 		select {
@@ -259,14 +270,7 @@ func TestGroupBusyReceiverBlocksNobody(t *testing.T) {
 // Closing the group ends its waiter and closes its timerfd; new timers are
 // refused.
 func TestGroupCloseEndsTheWaiter(t *testing.T) {
-	fds := func() int {
-		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", os.Getpid()))
-		if err != nil {
-			t.Skipf("no /proc: %v", err)
-		}
-		return len(ents)
-	}
-	before, goroutines := fds(), runtime.NumGoroutine()
+	before, goroutines := openFDs(t), runtime.NumGoroutine()
 	g, err := NewGroup()
 	if err != nil {
 		t.Fatal(err)
@@ -288,7 +292,7 @@ func TestGroupCloseEndsTheWaiter(t *testing.T) {
 	if err := tm.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := fds(); got != before {
+	if got := openFDs(t); got != before {
 		t.Errorf("%d descriptors open after, %d before", got, before)
 	}
 	// Close returns once the waiter has closed done; the goroutine itself
@@ -330,14 +334,7 @@ func TestGroupManyExpiriesAtOnce(t *testing.T) {
 
 // A group of many timers holds one descriptor, not one per timer.
 func TestGroupHoldsOneDescriptor(t *testing.T) {
-	fds := func() int {
-		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", os.Getpid()))
-		if err != nil {
-			t.Skipf("no /proc: %v", err)
-		}
-		return len(ents)
-	}
-	before := fds()
+	before := openFDs(t)
 	g := newGroup(t)
 	for range 64 {
 		tm, err := g.New()
@@ -347,7 +344,7 @@ func TestGroupHoldsOneDescriptor(t *testing.T) {
 		defer tm.Close()
 		tm.Reset(time.Hour)
 	}
-	if got := fds() - before; got != 1 {
+	if got := openFDs(t) - before; got != 1 {
 		t.Errorf("a group of 64 armed timers holds %d descriptors, want 1", got)
 	}
 }
