@@ -158,7 +158,7 @@ func TestReferenceDocumentsEveryKey(t *testing.T) {
 	var walk func(t reflect.Type, prefix string) []string
 	walk = func(typ reflect.Type, prefix string) []string {
 		var keys []string
-		for _, f := range schemaFields(typ) {
+		for f := range schemaFields(typ) {
 			if sub, ok := f.table(); ok {
 				keys = append(keys, walk(sub, prefix+f.name+".")...)
 			} else {

@@ -76,14 +76,13 @@ func ancestorIn(p string, set map[string]bool) bool {
 // suggest finds the known key in table t that name was probably meant to be:
 // the same but for case, one or two typos away, or the only key it begins.
 func suggest(name string, t reflect.Type) (string, bool) {
-	fields := schemaFields(t)
 	limit := 2
 	if len(name) <= 4 {
 		limit = 1
 	}
 	best, bestDist := "", limit+1
 	var prefixed []string
-	for _, f := range fields {
+	for f := range schemaFields(t) {
 		if strings.EqualFold(f.name, name) {
 			return f.name, true
 		}
