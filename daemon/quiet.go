@@ -40,18 +40,25 @@ const quietApplyEvery = 50 * time.Millisecond
 type quietAdverts struct {
 	q transport.Quieter
 
-	mu sync.Mutex // patterns, the filters and reading the queue
+	// applyMu keeps one change of the filters at a time (applyQuiet); it
+	// is taken before mu.
+	applyMu sync.Mutex
+
+	mu sync.Mutex // patterns, the filters' state and reading the queue
 	// order is the VRIDs with a pattern in the kernel, oldest first;
 	// patterns theirs.
 	order    []uint8
 	patterns map[uint8]transport.QuietPattern
-	inKernel [256]bool // the keys of patterns, for drainQuiet's every read
+	// inKernel: the VRIDs whose adverts the kernel may set aside, for
+	// drainQuiet's every read: those of order, and while a change is under
+	// way those it brings.
+	inKernel [256]bool
 	// want and wantOrder: the patterns asked for, applied at the next
 	// change of the filters.
 	wantOrder []uint8
 	want      map[uint8]transport.QuietPattern
-	// lastApply is when the filters last changed; apply is the change
-	// waiting for quietApplyEvery to pass.
+	// lastApply is when the filters last began to change; apply is the
+	// change waiting for quietApplyEvery to pass.
 	lastApply time.Time
 	apply     *time.Timer
 	closed    bool
@@ -76,7 +83,8 @@ func newQuietAdverts(conn transport.Conn) *quietAdverts {
 }
 
 // setQuiet asks for p as the pattern of vrid (nil: none) and reports
-// whether it stands to be set: false when the kernel has refused it.
+// whether it stands to be set: false when the kernel has refused it. The
+// filters change later, on a goroutine of their own (applyQuiet).
 func (s *vrrpSocket) setQuiet(vrid uint8, p *transport.QuietPattern) bool {
 	qa := s.quiet
 	if qa == nil {
@@ -100,43 +108,51 @@ func (s *vrrpSocket) setQuiet(vrid uint8, p *transport.QuietPattern) bool {
 		qa.wantOrder = append(qa.wantOrder, vrid)
 		qa.want[vrid] = transport.QuietPattern{Src: p.Src, Payload: bytes.Clone(p.Payload)}
 	}
-	if wait := quietApplyEvery - time.Since(qa.lastApply); wait > 0 {
-		if qa.apply == nil {
-			qa.apply = time.AfterFunc(wait, s.applyQuiet)
-		}
-		return true
+	if qa.apply == nil && !qa.closed {
+		qa.apply = time.AfterFunc(max(quietApplyEvery-time.Since(qa.lastApply), 0), s.applyQuiet)
 	}
-	s.applyQuietLocked()
-	_, ok := qa.want[vrid]
-	return ok == (p != nil)
+	return true
 }
 
 // applyQuiet changes the filters to what was asked since the last change.
+// It runs on the timer's goroutine, and makes its system calls without mu:
+// a change of 255 patterns takes the kernel 5 to 25 ms (checking and
+// compiling three programs), and every group of the socket reads what was
+// set aside for it under mu before it decides anything (drainQuiet). Made
+// on a group's loop under mu, as until 2026-12-06, a change stopped that
+// group's loop, and held the reads of every other group that took over
+// meanwhile, for that long.
 func (s *vrrpSocket) applyQuiet() {
-	s.quiet.mu.Lock()
-	defer s.quiet.mu.Unlock()
-	s.applyQuietLocked()
-}
-
-func (s *vrrpSocket) applyQuietLocked() {
 	qa := s.quiet
+	qa.applyMu.Lock()
+	defer qa.applyMu.Unlock()
+	qa.mu.Lock()
 	qa.apply = nil
 	if qa.closed || qa.failed {
+		qa.mu.Unlock()
 		return
 	}
 	qa.lastApply = time.Now()
 	if slices.Equal(qa.order, qa.wantOrder) && maps.EqualFunc(qa.patterns, qa.want, func(a, b transport.QuietPattern) bool {
 		return a.Src == b.Src && bytes.Equal(a.Payload, b.Payload)
 	}) {
+		qa.mu.Unlock()
 		return
 	}
-	removed := slices.ContainsFunc(qa.order, func(v uint8) bool { _, ok := qa.want[v]; return !ok })
-	list := make([]transport.QuietPattern, len(qa.wantOrder))
-	for i, v := range qa.wantOrder {
+	// want's patterns are replaced, never changed in place: list may be
+	// read without mu.
+	order := slices.Clone(qa.wantOrder)
+	list := make([]transport.QuietPattern, len(order))
+	for i, v := range order {
 		list[i] = qa.want[v]
-		qa.pending[v].Store(true) // before the kernel may set one aside
+		// Before the kernel may set one aside: drainQuiet keeps it pending.
+		qa.pending[v].Store(true)
+		qa.inKernel[v] = true
 	}
+	qa.mu.Unlock()
 	n, err := qa.q.SetQuiet(list)
+	qa.mu.Lock()
+	defer qa.mu.Unlock()
 	if err != nil {
 		// Read everything at once from now on; what waits is read at the
 		// next event, as pending says.
@@ -147,31 +163,36 @@ func (s *vrrpSocket) applyQuietLocked() {
 		qa.q.SetQuiet(nil)
 		return
 	}
-	if removed {
-		qa.refused = [256]bool{} // room again
+	applied := order[:n]
+	if slices.ContainsFunc(qa.order, func(v uint8) bool { return !slices.Contains(applied, v) }) {
+		qa.refused = [256]bool{} // a pattern went: room again
 	}
-	for _, v := range qa.wantOrder[n:] {
-		delete(qa.want, v)
+	for i, v := range order[n:] {
 		qa.refused[v] = true
+		if w, ok := qa.want[v]; ok && w.Src == list[n+i].Src && bytes.Equal(w.Payload, list[n+i].Payload) {
+			delete(qa.want, v)
+			qa.wantOrder = slices.DeleteFunc(qa.wantOrder, func(x uint8) bool { return x == v })
+		}
 	}
-	if n < len(qa.wantOrder) {
+	if n < len(order) {
 		s.pool.log.Debug("no room in the kernel to set more adverts aside; the others are read when they come", "interface", s.ifname, "set", n)
 	}
-	qa.wantOrder = qa.wantOrder[:n]
 	// A pattern cleared while the change waited may have set adverts aside
 	// that nobody reads until its instance's next event: a Master that
 	// took over, for one, would hear its returning predecessor only at its
 	// next advert. Each such instance reads what waits now.
 	for _, v := range qa.order {
-		if _, kept := qa.want[v]; !kept {
+		if !slices.Contains(applied, v) {
 			if in := s.subs[v].Load(); in != nil {
 				in.nudge()
 			}
 		}
 	}
-	qa.order, qa.patterns = slices.Clone(qa.wantOrder), maps.Clone(qa.want)
+	qa.order = slices.Clone(applied)
+	qa.patterns = make(map[uint8]transport.QuietPattern, len(applied))
 	qa.inKernel = [256]bool{}
-	for _, v := range qa.order {
+	for i, v := range applied {
+		qa.patterns[v] = list[i]
 		qa.inKernel[v] = true
 	}
 }
@@ -186,13 +207,15 @@ func (in *instance) nudge() {
 	}
 }
 
-// closeQuiet stops a change of the filters still waiting: the socket is
-// closing.
+// closeQuiet stops a change of the filters still waiting, and waits for
+// one under way: the socket is closing.
 func (s *vrrpSocket) closeQuiet() {
 	qa := s.quiet
 	if qa == nil {
 		return
 	}
+	qa.applyMu.Lock()
+	defer qa.applyMu.Unlock()
 	qa.mu.Lock()
 	defer qa.mu.Unlock()
 	qa.closed = true

@@ -291,9 +291,10 @@ func TestDeferredClearNudgesItsInstance(t *testing.T) {
 		pat := func(vrid uint8) *transport.QuietPattern {
 			return &transport.QuietPattern{Src: netip.MustParseAddr("198.51.100.11"), Payload: []byte{0x31, vrid, 100, 1, 0, 100, 0, 0}}
 		}
-		if !s.setQuiet(1, pat(1)) { // applied at once
+		if !s.setQuiet(1, pat(1)) {
 			t.Fatal("pattern 1 refused")
 		}
+		synctest.Wait()       // applied at once, on the timer's goroutine
 		s.setQuiet(2, pat(2)) // within 50 ms: waits
 		s.setQuiet(1, nil)    // so does this clear
 		if len(a.cmds) != 0 || len(b.cmds) != 0 {
@@ -313,4 +314,65 @@ func TestDeferredClearNudgesItsInstance(t *testing.T) {
 		}
 		s.closeQuiet()
 	})
+}
+
+// slowKernel is a quieter whose filter changes take as long as the test
+// says: a change of 255 patterns takes the kernel 5 to 25 ms.
+type slowKernel struct {
+	quietFakeConn
+	entered, release chan struct{}
+}
+
+func (k slowKernel) SetQuiet(ps []transport.QuietPattern) (int, error) {
+	k.entered <- struct{}{}
+	<-k.release
+	return k.quietFakeConn.SetQuiet(ps)
+}
+
+// While the kernel changes a socket's filters, its groups still read what
+// was set aside for them: every takeover of a cut reads first, and a
+// change made on one group's loop under the lock of the reads held them
+// all for as long as the kernel took. A pattern being set meanwhile stays
+// pending: its adverts are read once it is in place.
+func TestFilterChangeHoldsUpNoRead(t *testing.T) {
+	lan := &fakeLAN{quiet: true}
+	k := slowKernel{
+		quietFakeConn: lan.listenConn(netip.MustParseAddr("198.51.100.12"), new(atomic.Bool), false).(quietFakeConn),
+		entered:       make(chan struct{}), release: make(chan struct{}),
+	}
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(k.release)
+		}
+	}
+	defer release()
+	pool := newSocketPool(Env{Now: time.Now}, slog.New(slog.DiscardHandler))
+	s := &vrrpSocket{pool: pool, conn: k, quiet: newQuietAdverts(k), closing: make(chan struct{}), done: make(chan struct{}), failed: make(chan struct{})}
+	pat := &transport.QuietPattern{Src: netip.MustParseAddr("198.51.100.11"), Payload: []byte{0x31, 7, 100, 1, 0, 100, 0, 0}}
+	go s.setQuiet(7, pat)
+	<-k.entered // the kernel is at work
+	read := make(chan struct{})
+	go func() { s.drainQuiet(); close(read) }()
+	select {
+	case <-read:
+	case <-time.After(5 * time.Second):
+		t.Fatal("reading what was set aside waited for the kernel's change of the filters")
+	}
+	if !s.maybePending(7) {
+		t.Error("a pattern going into the kernel is not pending: its adverts would wait unread")
+	}
+	release()
+	deadline := time.Now().Add(5 * time.Second)
+	for k.patternsSet() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the pattern never reached the kernel")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s.closeQuiet()
+	if !s.maybePending(7) {
+		t.Error("a pattern in the kernel is not pending")
+	}
 }
