@@ -16,9 +16,9 @@ const restAfter = 5 * time.Second
 
 // restWatch gives memory back once a burst of transitions is over:
 // start-up, a failover of many groups. Each allocates far more than it
-// keeps (with 255 groups, about 60 MB for 13 MB kept: the configuration's
-// parse, a netlink dump per instance, the set-aside filters compiled as
-// groups join). Left to the runtime, its scavenger returns the idle pages
+// keeps (with 255 groups, 50 to 160 MB for 13 MB kept: the
+// configuration's parse, a netlink dump per instance, the set-aside
+// filters compiled as groups turn steady). Left to the runtime, its scavenger returns the idle pages
 // over minutes, and goroutines keep the stacks they grew until the forced
 // collections halve them, one every two minutes: a daemon measured at rest
 // a minute after start would still hold its start-up.
