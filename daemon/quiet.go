@@ -83,8 +83,10 @@ func newQuietAdverts(conn transport.Conn) *quietAdverts {
 }
 
 // setQuiet asks for p as the pattern of vrid (nil: none) and reports
-// whether it stands to be set: false when the kernel has refused it. The
-// filters change later, on a goroutine of their own (applyQuiet).
+// whether it stands to be set: false when the kernel refused vrid's
+// pattern at an earlier change. The filters change later, on a goroutine
+// of their own (applyQuiet); a refusal then is seen by the instance's
+// checkQuiet.
 func (s *vrrpSocket) setQuiet(vrid uint8, p *transport.QuietPattern) bool {
 	qa := s.quiet
 	if qa == nil {
@@ -164,12 +166,18 @@ func (s *vrrpSocket) applyQuiet() {
 		return
 	}
 	applied := order[:n]
-	if slices.ContainsFunc(qa.order, func(v uint8) bool { return !slices.Contains(applied, v) }) {
+	var isApplied [256]bool
+	for _, v := range applied {
+		isApplied[v] = true
+	}
+	if slices.ContainsFunc(qa.order, func(v uint8) bool { return !isApplied[v] }) {
 		qa.refused = [256]bool{} // a pattern went: room again
 	}
 	for i, v := range order[n:] {
-		qa.refused[v] = true
+		// Refused unless asked otherwise meanwhile: a newer pattern is
+		// tried at the next change.
 		if w, ok := qa.want[v]; ok && w.Src == list[n+i].Src && bytes.Equal(w.Payload, list[n+i].Payload) {
+			qa.refused[v] = true
 			delete(qa.want, v)
 			qa.wantOrder = slices.DeleteFunc(qa.wantOrder, func(x uint8) bool { return x == v })
 		}
@@ -182,7 +190,7 @@ func (s *vrrpSocket) applyQuiet() {
 	// took over, for one, would hear its returning predecessor only at its
 	// next advert. Each such instance reads what waits now.
 	for _, v := range qa.order {
-		if !slices.Contains(applied, v) {
+		if !isApplied[v] {
 			if in := s.subs[v].Load(); in != nil {
 				in.nudge()
 			}
@@ -340,7 +348,25 @@ func (in *instance) checkQuiet() {
 	}
 	if prio, backup := in.steadyStamp(); !backup || prio != in.quietPrio {
 		in.clearQuiet()
+		return
 	}
+	// Refused after setQuiet said yes (the change came later): its adverts
+	// are read when they come, and its wake-ups are timed as such.
+	if in.sock != nil && in.sock.quietRefused(in.id.vrid) {
+		in.quietSet = false
+	}
+}
+
+// quietRefused: vrid's pattern is not wanted in the kernel any more
+// because the kernel had no room for it, or the filters failed.
+func (s *vrrpSocket) quietRefused(vrid uint8) bool {
+	qa := s.quiet
+	if qa == nil {
+		return true
+	}
+	qa.mu.Lock()
+	defer qa.mu.Unlock()
+	return qa.failed || qa.refused[vrid]
 }
 
 func (in *instance) steadyStamp() (prio uint8, backup bool) {

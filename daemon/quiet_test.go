@@ -179,6 +179,20 @@ func TestQuietRoomForOnePattern(t *testing.T) {
 		if set != 1 {
 			t.Errorf("%d patterns set with room for 1", set)
 		}
+		// The group the kernel refused knows it: it times its wake-ups as
+		// a group whose adverts are read when they come.
+		quiet := 0
+		for _, r := range n2.d.snapshot() {
+			got := make(chan bool, 1)
+			r.in.cmds <- func() { got <- r.in.quietSet }
+			synctest.Wait()
+			if <-got {
+				quiet++
+			}
+		}
+		if quiet != 1 {
+			t.Errorf("%d groups believe their adverts are set aside, with room for 1", quiet)
+		}
 		if n2.host.holds(testVIP) || n2.host.holds(second) || !n1.host.holds(testVIP) || !n1.host.holds(second) {
 			t.Fatal("the VIPs moved while the Master spoke")
 		}
@@ -294,7 +308,10 @@ func TestDeferredClearNudgesItsInstance(t *testing.T) {
 		if !s.setQuiet(1, pat(1)) {
 			t.Fatal("pattern 1 refused")
 		}
-		synctest.Wait()       // applied at once, on the timer's goroutine
+		synctest.Wait() // applied at once, on the timer's goroutine
+		if n := conn.(quietFakeConn).patternsSet(); n != 1 {
+			t.Fatalf("%d patterns in the kernel after the first change, want 1", n)
+		}
 		s.setQuiet(2, pat(2)) // within 50 ms: waits
 		s.setQuiet(1, nil)    // so does this clear
 		if len(a.cmds) != 0 || len(b.cmds) != 0 {
@@ -371,8 +388,9 @@ func TestFilterChangeHoldsUpNoRead(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	s.closeQuiet()
+	s.drainQuiet()
 	if !s.maybePending(7) {
-		t.Error("a pattern in the kernel is not pending")
+		t.Error("a pattern in the kernel stopped being pending at a read")
 	}
+	s.closeQuiet()
 }
