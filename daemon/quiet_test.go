@@ -292,8 +292,8 @@ func TestDeferredClearNudgesItsInstance(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lan := &fakeLAN{quiet: true}
 		conn := lan.listenConn(netip.MustParseAddr("198.51.100.12"), new(atomic.Bool), false)
-		pool := newSocketPool(Env{Now: time.Now}, slog.New(slog.DiscardHandler))
-		s := &vrrpSocket{pool: pool, conn: conn, quiet: newQuietAdverts(conn), closing: make(chan struct{}), done: make(chan struct{}), failed: make(chan struct{})}
+		s := quietSocketOn(conn)
+		pool := s.pool
 		host := newFakeHost(lan, "198.51.100.12")
 		mk := func(vrid uint8) *instance {
 			in := newInstance(config.Instance{Name: fmt.Sprint(vrid), Interface: "eth0", VRID: vrid, Priority: 100, AdvertInterval: time.Second, VIPs: []netip.Prefix{testVIP}},
@@ -333,6 +333,13 @@ func TestDeferredClearNudgesItsInstance(t *testing.T) {
 	})
 }
 
+// quietSocketOn is a shared socket on conn, with its set-aside patterns,
+// outside any daemon.
+func quietSocketOn(conn transport.Conn) *vrrpSocket {
+	pool := newSocketPool(Env{Now: time.Now}, slog.New(slog.DiscardHandler))
+	return &vrrpSocket{pool: pool, conn: conn, quiet: newQuietAdverts(conn), closing: make(chan struct{}), done: make(chan struct{}), failed: make(chan struct{})}
+}
+
 // slowKernel is a quieter whose filter changes take as long as the test
 // says: a change of 255 patterns takes the kernel 5 to 25 ms.
 type slowKernel struct {
@@ -365,8 +372,7 @@ func TestFilterChangeHoldsUpNoRead(t *testing.T) {
 		}
 	}
 	defer release()
-	pool := newSocketPool(Env{Now: time.Now}, slog.New(slog.DiscardHandler))
-	s := &vrrpSocket{pool: pool, conn: k, quiet: newQuietAdverts(k), closing: make(chan struct{}), done: make(chan struct{}), failed: make(chan struct{})}
+	s := quietSocketOn(k)
 	pat := &transport.QuietPattern{Src: netip.MustParseAddr("198.51.100.11"), Payload: []byte{0x31, 7, 100, 1, 0, 100, 0, 0}}
 	go s.setQuiet(7, pat)
 	<-k.entered // the kernel is at work
