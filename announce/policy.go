@@ -346,6 +346,33 @@ func (p *Policy) Tick(now time.Time, out []Action) []Action {
 	return out
 }
 
+// Ride runs early, at a Master's advert wake-up, the routine work due
+// within the next `within` (the probe for a second owner, the refresh), so
+// that the daemon need not wake again for it. The rest keeps its time: a
+// claim's grace run early would judge the claim before the advert that
+// explains it (a preempting Master's gratuitous ARP, read just before its
+// advert) could come; a burst's step, a probe's answer and a handover are
+// timed on the wire; and a stand-down's probes count misses.
+func (p *Policy) Ride(now time.Time, within time.Duration, out []Action) []Action {
+	if d := p.due[timerRefresh]; !d.IsZero() && d.Sub(now) < within {
+		d = later(d, now)
+		out = append(out, Action{Kind: ActAnnounce})
+		p.due[timerRefresh] = d.Add(p.cfg.Refresh)
+	}
+	if d := p.due[timerProbe]; !d.IsZero() && d.Sub(now) < within && !p.standingDown {
+		p.due[timerProbe] = time.Time{}
+		out = p.probe(later(d, now), out)
+	}
+	return out
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // judgeClaim decides on a claim that outlived ClaimGrace with us still
 // Master: no advert explains it.
 func (p *Policy) judgeClaim(now time.Time, out []Action) []Action {

@@ -119,6 +119,32 @@ func TestClaimExplainedByTheElection(t *testing.T) {
 	}
 }
 
+// A Master's advert wake-up runs the probe due before its next advert,
+// early, but leaves a claim read just before it to its grace: the
+// preempting peer's advert that explains it may still come.
+func TestRideRunsTheProbeNotAClaimsGrace(t *testing.T) {
+	p := New(testConfig(), macA)
+	p.TookOver(t0, nil)
+	wake := t0.Add(900 * time.Millisecond) // the probe is due at 1 s
+	p.Claimed(Claim{Addr: vip, MAC: macB, Announcement: true, At: wake}, nil)
+	if got := kinds(p.Ride(wake, time.Second, nil)); got != "probe" {
+		t.Fatalf("ridden at the advert: %s, want probe", got)
+	}
+	if !p.hasPending {
+		t.Fatal("the claim was judged before its grace")
+	}
+	if next := p.Next(); !next.Equal(wake.Add(20 * time.Millisecond)) {
+		t.Errorf("next deadline %v, want the claim's grace at %v", next.Sub(t0), wake.Add(20*time.Millisecond).Sub(t0))
+	}
+	// The probe's cadence keeps its own time, not the wake-up's.
+	p.Released()
+	p.TookOver(t0, nil)
+	p.Ride(wake, time.Second, nil)
+	if due := p.due[timerProbe]; !due.Equal(t0.Add(2 * time.Second)) {
+		t.Errorf("the next probe is due at %v, want 2s", due.Sub(t0))
+	}
+}
+
 func TestAnnouncementUnexplainedStandsDownUntilTheClaimantGoes(t *testing.T) {
 	cfg := testConfig()
 	cfg.Refresh = 2 * time.Second

@@ -145,13 +145,11 @@ func (in *instance) rideAdvert() {
 	if in.policy == nil {
 		return
 	}
-	now := in.env.Now()
-	if next := in.policy.Next(); !next.IsZero() && next.Sub(now) < in.cfg.AdvertInterval {
-		if next.Before(now) {
-			next = now
-		}
-		in.tickPolicy(next)
-	}
+	buf := in.policyActions
+	in.policyActions = nil
+	buf = in.policy.Ride(in.env.Now(), in.cfg.AdvertInterval, buf[:0])
+	in.runPolicy(buf)
+	in.policyActions = buf[:0]
 }
 
 // tickPolicy runs the policy's timer work due at t. Its actions go in a
