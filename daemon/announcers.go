@@ -113,14 +113,11 @@ func (p *announcerPool) runMonitor(la *linkAnnouncer, first *instance) {
 			if in == nil {
 				return
 			}
-			if len(in.claims) == cap(in.claims) {
+			if in.mb.claimsFull() {
 				return // a storm of claims: the next one will do
 			}
 			claim := c // on the heap only when delivered
-			select {
-			case in.claims <- &claim:
-			default:
-			}
+			in.mb.postOther(&claim)
 		})
 		if err != nil && ctx.Err() == nil {
 			log.Warn("claim monitor stopped", "error", err)

@@ -27,7 +27,20 @@ func (in *instance) runAnycast(ctx context.Context) error {
 	in.drainT = stoppedTimer()
 	defer in.drainT.Stop()
 	in.evaluateAnycast("started")
+	// No election: nothing of the mailbox's but these, and the goroutine
+	// stays (one per anycast instance).
+	want := kindSet(evCmd, evTracker, evLink)
 	for {
+		switch ev := in.mb.next(want, false); ev.kind {
+		case evCmd:
+			ev.cmd()
+			continue
+		case evTracker:
+			in.onTracker(ev.tracker)
+			continue
+		case evLink:
+			continue // nothing to do on a link: the routers carry the VIPs
+		}
 		select {
 		case <-ctx.Done():
 			in.stopAnycast()
@@ -38,12 +51,7 @@ func (in *instance) runAnycast(ctx context.Context) error {
 			if in.anycastFault != "" {
 				in.routes.withdraw(in.anycastFault)
 			}
-		case cmd := <-in.cmds:
-			cmd()
-		case st := <-in.trackerChanges:
-			in.onTracker(st)
-		case <-in.links:
-			// Nothing to do on a link: the routers carry the VIPs.
+		case <-in.mb.signal:
 		}
 	}
 }

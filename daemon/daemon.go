@@ -300,15 +300,14 @@ func (d *Daemon) startLocked(r *running) {
 	ctx, cancel := context.WithCancel(d.runCtx)
 	r.cancel, r.done = cancel, make(chan struct{})
 	d.wg.Add(1)
-	go func() {
+	go r.in.run(ctx, func(err error) {
 		defer d.wg.Done()
-		r.err = r.in.run(ctx)
+		r.err = err
 		d.stopped(r)
-	}()
+	})
 }
 
-// stopped reports an instance's end. Out of startLocked's goroutine,
-// whose frame stays on the stack while the instance waits: see begin.
+// stopped reports an instance's end.
 func (d *Daemon) stopped(r *running) {
 	close(r.done)
 	if r.err != nil {

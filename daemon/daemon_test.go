@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -51,7 +52,7 @@ func startWithEnv(t *testing.T, h *fakeHost, env Env, ic config.Instance) *node 
 // startConfig runs a daemon of cfg on h until the test ends.
 func startConfig(t *testing.T, h *fakeHost, env Env, cfg *config.Config) *node {
 	t.Helper()
-	d, err := New(cfg, slog.New(slog.DiscardHandler), env, Options{})
+	d, err := New(cfg, testLogger(), env, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,4 +322,11 @@ func TestClaimOfAPreemptingPeerIsNoConflict(t *testing.T) {
 			t.Errorf("the new Master's announcement was taken for a second owner (%d)", st.Conflicts)
 		}
 	})
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("VIPD_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
 }

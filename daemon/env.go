@@ -62,10 +62,10 @@ type RouteSpeaker interface {
 // Env is the daemon's view of the operating system.
 type Env struct {
 	Links Links
-	// NewTimer makes the election loop's timers (ktimer in the daemon:
-	// an idle process then wakes only when one expires); nil: the
-	// runtime's, whose clock tests can fake.
-	NewTimer func() (Timer, error)
+	// NewTimer makes the election loop's timers, which call fire at each
+	// expiry (ktimer in the daemon: an idle process then wakes only when
+	// one expires); nil: the runtime's, whose clock tests can fake.
+	NewTimer func(fire func()) (Timer, error)
 	// ListenVRRP opens the VRRP socket of an interface.
 	ListenVRRP func(ifi *net.Interface, opts transport.Options) (transport.Conn, error)
 	// DialARP opens the gratuitous ARP sender of an interface.

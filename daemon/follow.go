@@ -11,19 +11,7 @@ type leaderState struct {
 
 // leaderChanged hands a follower its leader's latest state without
 // blocking the leader: a state not yet read is replaced.
-func (in *instance) leaderChanged(ls leaderState) {
-	for {
-		select {
-		case in.leaderCh <- ls:
-			return
-		default:
-		}
-		select {
-		case <-in.leaderCh:
-		default:
-		}
-	}
-}
+func (in *instance) leaderChanged(ls leaderState) { in.mb.postLeader(ls) }
 
 // followLeader makes a follower's election follow its leader: Master while
 // the leader is, advertising the leader's priority.

@@ -12,9 +12,7 @@ import (
 	"time"
 
 	"github.com/vipd/vipd/announce"
-	"github.com/vipd/vipd/arp"
 	"github.com/vipd/vipd/config"
-	"github.com/vipd/vipd/health"
 	"github.com/vipd/vipd/netif"
 	"github.com/vipd/vipd/vrrp"
 )
@@ -53,9 +51,10 @@ type counters struct {
 
 // instance drives one virtual router: it feeds the election (vrrp.Machine)
 // and the announcement policy (announce.Policy) with events, and carries
-// out their actions through the address holder and the announcer. It owns
-// one goroutine (run); everything below "owned by run" is touched only
-// there, and other goroutines reach it through do.
+// out their actions through the address holder and the announcer. One
+// goroutine at a time runs it (mailbox.go); everything below "owned by
+// run" is touched only there, and other goroutines reach it through its
+// mailbox (do, for a command).
 type instance struct {
 	// id never changes: other goroutines may read it without a lock; nor
 	// does follow, the leader this instance follows ("" for none).
@@ -73,16 +72,17 @@ type instance struct {
 	hooks      instanceHooks
 	stateDir   string
 
-	links          chan *netif.Event
-	ready          chan struct{}
-	once           sync.Once
-	cmds           chan func() // run on the instance's goroutine
-	stopped        chan struct{}
-	packets        chan *received // from the shared socket; back to its pool after use
-	trackerChanges chan *health.Status
-	claims         chan *arp.Claim
-	leaderCh       chan leaderState           // a follower's leader's latest state
-	filter         atomic.Pointer[readFilter] // read by the reader goroutine
+	// mb is how the other goroutines reach the election (mailbox.go).
+	mb      *mailbox
+	ready   chan struct{}
+	once    sync.Once
+	stopped chan struct{}
+	filter  atomic.Pointer[readFilter] // read by the reader goroutine
+	// ctx ends the instance; end reports its end (run).
+	ctx       context.Context
+	end       func(error)
+	stopWatch func() bool
+	drive     func() // the goroutine a post starts (mailbox.spawn)
 
 	counters counters
 	dropMu   sync.Mutex // guards drops, collision, collisionAt
@@ -184,25 +184,20 @@ type instanceHooks struct {
 
 func newInstance(ic config.Instance, pools pools, stateDir string, log *slog.Logger, env Env, hooks instanceHooks) *instance {
 	in := &instance{
-		id:             instanceID{name: ic.Name, ifname: ic.Interface, vrid: ic.VRID},
-		follow:         ic.Follow,
-		anycastMode:    ic.Announce == config.AnnounceBGPAnycast,
-		announceMode:   ic.Announce.String(),
-		leaderCh:       make(chan leaderState, 1),
-		sockets:        pools.sockets,
-		announcers:     pools.announcers,
-		hooks:          hooks,
-		stateDir:       stateDir,
-		cmds:           make(chan func(), 4),
-		trackerChanges: make(chan *health.Status),
-		cfg:            ic,
-		log:            log.With("instance", ic.Name, "vrid", ic.VRID, "interface", ic.Interface),
-		env:            env,
-		links:          make(chan *netif.Event, 16),
-		ready:          make(chan struct{}),
-		stopped:        make(chan struct{}),
-		packets:        make(chan *received, 64),
-		claims:         make(chan *arp.Claim, claimQueue(len(ic.VIPs))),
+		id:           instanceID{name: ic.Name, ifname: ic.Interface, vrid: ic.VRID},
+		follow:       ic.Follow,
+		anycastMode:  ic.Announce == config.AnnounceBGPAnycast,
+		announceMode: ic.Announce.String(),
+		sockets:      pools.sockets,
+		announcers:   pools.announcers,
+		hooks:        hooks,
+		stateDir:     stateDir,
+		cfg:          ic,
+		log:          log.With("instance", ic.Name, "vrid", ic.VRID, "interface", ic.Interface),
+		env:          env,
+		mb:           newMailbox(claimQueue(len(ic.VIPs)), pools.sockets.free),
+		ready:        make(chan struct{}),
+		stopped:      make(chan struct{}),
 	}
 	in.filter.Store(&readFilter{peers: ic.UnicastPeers})
 	holderIf := ic.Interface
@@ -231,15 +226,11 @@ func newInstance(ic config.Instance, pools pools, stateDir string, log *slog.Log
 	return in
 }
 
-// do runs fn on the instance's goroutine, which owns the machine, and waits
-// for it. It fails if the goroutine does not take it before ctx ends.
+// do runs fn on the election's goroutine, which owns the machine, and
+// waits for it. It fails if the election does not take it before ctx ends.
 func (in *instance) do(ctx context.Context, fn func()) error {
 	done := make(chan struct{})
-	select {
-	case in.cmds <- func() { fn(); close(done) }:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-in.stopped:
+	if !in.mb.postOther(func() { fn(); close(done) }) {
 		return errStopped
 	}
 	select {
@@ -254,21 +245,20 @@ func (in *instance) do(ctx context.Context, fn func()) error {
 
 var errStopped = errors.New("instance stopped")
 
-// linkEvent hands a link or address event to the instance without blocking
-// the watcher for long: an instance that is busy stopping drops it.
+// linkEvent hands a link or address event to the instance; one busy
+// stopping, or behind by a queue of them, loses it.
 func (in *instance) linkEvent(ev netif.Event) {
-	select {
-	case in.links <- &ev:
-		return
-	default:
-	}
-	// Only a busy instance needs a timer.
-	t := time.NewTimer(time.Second)
-	defer t.Stop()
-	select {
-	case in.links <- &ev:
-	case <-t.C:
+	if !in.mb.postOther(&ev) && !in.isStopped() {
 		in.log.Warn("link event dropped: instance busy", "event", ev.Kind.String())
+	}
+}
+
+func (in *instance) isStopped() bool {
+	select {
+	case <-in.stopped:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -290,26 +280,81 @@ func (in *instance) wantsAddrEvent(p netip.Prefix) bool {
 
 func (in *instance) markReady() { in.once.Do(func() { close(in.ready) }) }
 
-// run is the instance's goroutine. Its frame, like loop's, stays on the
-// stack while the instance waits: the setting up and the cleaning up are
-// calls of their own (see begin).
-func (in *instance) run(ctx context.Context) error {
-	defer in.finish()
+// run starts the instance on the calling goroutine and calls end, once,
+// when the instance has stopped (nil after a graceful stop). Once the
+// election has started, run returns; from then on a goroutine runs it
+// only while it has something to do (mailbox.go).
+func (in *instance) run(ctx context.Context, end func(error)) {
+	in.ctx, in.end = ctx, end
 	if err := in.setUp(); err != nil {
-		return err
+		in.finish(err)
+		return
 	}
 	if in.cfg.Announce == config.AnnounceBGPAnycast {
-		return in.runAnycast(ctx)
+		in.finish(in.runAnycast(ctx))
+		return
+	}
+	in.stopWatch = context.AfterFunc(ctx, in.mb.postStop)
+	in.drive = func() { in.steady(false) }
+	in.steady(true)
+}
+
+// steady runs the election: from (re)joining the link when begin says so,
+// then each event queued until none is left and the goroutine lets the
+// election go. Each event is handled by a method of its own.
+func (in *instance) steady(begin bool) {
+	if in.actions == nil {
+		// On the heap: no event of the machine gives more than 6 (a
+		// takeover); one that gave more would allocate, not fail.
+		in.actions = make([]vrrp.Action, 0, actionsPerEvent)
 	}
 	for {
-		stop, err := in.begin(ctx)
-		if stop || err != nil {
-			return err
+		if begin {
+			stop, err := in.begin(in.ctx)
+			if stop || err != nil {
+				in.finish(err)
+				return
+			}
+			in.markReady()
+			in.mb.detach(in.drive)
+			begin = false
 		}
-		in.markReady()
-		gone, err := in.loop(ctx)
-		if err != nil || !gone {
-			return err
+		out := in.actions[:0]
+		in.checkQuiet()
+		ev := in.mb.next(allKinds, true)
+		switch ev.kind {
+		case evNone:
+			return // the next post starts a goroutine (drive)
+		case evStop:
+			in.finish(in.stop())
+			return
+		case evFailed:
+			if ev.sock == in.sock {
+				in.finish(in.readFailed())
+				return
+			}
+		case evPacket:
+			in.onPacket(ev.packet, out)
+		case evWake:
+			in.onWake(out)
+		case evClaim:
+			in.catchUp(out)
+			in.onClaim(ev.claim)
+		case evCmd:
+			if err := in.onCommand(ev.cmd, out); err != nil {
+				in.finish(err)
+				return
+			}
+		case evTracker:
+			in.catchUp(out)
+			in.onTracker(ev.tracker)
+			in.clearQuiet()
+		case evLeader:
+			in.onLeader(ev.leader, out)
+		case evLink:
+			begin = in.onLink(ev.link, out)
+		case evNudge:
+			in.catchUp(out)
 		}
 	}
 }
@@ -329,9 +374,13 @@ func (in *instance) setUp() error {
 	return nil
 }
 
-// finish undoes setUp, whatever part of it ran, and tells those waiting
-// for the instance that it has stopped.
-func (in *instance) finish() {
+// finish undoes setUp, whatever part of it ran, tells those waiting for
+// the instance that it has stopped, and reports its end.
+func (in *instance) finish(err error) {
+	if in.stopWatch != nil {
+		in.stopWatch()
+	}
+	in.mb.close()
 	in.closeTimer()
 	in.stopTrackers()
 	if in.detach {
@@ -341,13 +390,14 @@ func (in *instance) finish() {
 	}
 	in.markReady()
 	close(in.stopped)
+	if in.end != nil {
+		in.end(err)
+	}
 }
 
 // begin waits for the link, opens the sockets and starts (or, after the
 // link returned, resumes) the election. stop: ctx ended meanwhile, and the
-// instance stopped. Kept out of run, whose frame stays on the goroutine's
-// stack while loop waits: a small one lets the collector shrink the stack
-// of every idle instance (see Memory in the README).
+// instance stopped.
 func (in *instance) begin(ctx context.Context) (stop bool, err error) {
 	ifi, up, err := in.waitLink(ctx)
 	if err != nil {
@@ -388,55 +438,6 @@ func (in *instance) begin(ctx context.Context) (stop bool, err error) {
 		}
 	}
 	return false, nil
-}
-
-// loop runs the election on an open socket until ctx ends (graceful stop,
-// returns false) or the link disappears (returns true: wait and reopen).
-// Each event is handled by a method of its own: loop's frame, small, is
-// what stays on the stack while the instance waits (see begin).
-func (in *instance) loop(ctx context.Context) (linkGone bool, err error) {
-	if in.actions == nil {
-		// On the heap: actions on loop's stack would be most of it. No
-		// event of the machine gives more than 6 (a takeover); one that
-		// gave more would allocate, not fail.
-		in.actions = make([]vrrp.Action, 0, actionsPerEvent)
-	}
-	out := in.actions
-	for {
-		out = out[:0]
-		in.checkQuiet()
-		var failed <-chan struct{}
-		if in.sock != nil {
-			failed = in.sock.failed
-		}
-		select {
-		case <-ctx.Done():
-			return false, in.stop()
-		case p := <-in.packets:
-			in.onPacket(p, out)
-		case <-in.wake.C():
-			in.onWake(out)
-		case c := <-in.claims:
-			in.catchUp(out)
-			in.onClaim(c)
-		case cmd := <-in.cmds:
-			if err := in.onCommand(cmd, out); err != nil {
-				return false, err
-			}
-		case st := <-in.trackerChanges:
-			in.catchUp(out)
-			in.onTracker(st)
-			in.clearQuiet()
-		case ls := <-in.leaderCh:
-			in.onLeader(ls, out)
-		case ev := <-in.links:
-			if in.onLink(ev, out) {
-				return true, nil
-			}
-		case <-failed:
-			return false, in.readFailed(ctx)
-		}
-	}
 }
 
 func (in *instance) onPacket(p *received, out []vrrp.Action) {
@@ -485,9 +486,9 @@ func (in *instance) onLink(ev *netif.Event, out []vrrp.Action) (gone bool) {
 }
 
 // readFailed ends the instance when its socket can no longer be read.
-func (in *instance) readFailed(ctx context.Context) error {
+func (in *instance) readFailed() error {
 	err := in.sock.err
-	if ctx.Err() != nil {
+	if in.ctx.Err() != nil {
 		return in.stop()
 	}
 	in.stop()

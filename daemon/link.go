@@ -66,19 +66,38 @@ func (in *instance) waitLink(ctx context.Context) (*net.Interface, bool, error) 
 			in.setWaiting(waitReason(in.cfg, err))
 			logged = true
 		}
-		t := time.NewTimer(waitRetry)
+		if err := in.awaitLinkEvent(ctx); err != nil {
+			return nil, false, err
+		}
+	}
+}
+
+// awaitLinkEvent waits for a link event, or waitRetry, running the
+// commands and tracker changes that come meanwhile.
+func (in *instance) awaitLinkEvent(ctx context.Context) error {
+	t := time.NewTimer(waitRetry)
+	defer t.Stop()
+	want := kindSet(evStop, evLink, evCmd, evTracker)
+	for {
+		switch ev := in.mb.next(want, false); ev.kind {
+		case evStop:
+			return ctx.Err()
+		case evLink:
+			return nil
+		case evCmd:
+			ev.cmd()
+			continue
+		case evTracker:
+			in.onTracker(ev.tracker)
+			continue
+		}
 		select {
 		case <-ctx.Done():
-			t.Stop()
-			return nil, false, ctx.Err()
-		case <-in.links:
-		case cmd := <-in.cmds:
-			cmd()
-		case st := <-in.trackerChanges:
-			in.onTracker(st)
+			return ctx.Err()
+		case <-in.mb.signal:
 		case <-t.C:
+			return nil
 		}
-		t.Stop()
 	}
 }
 

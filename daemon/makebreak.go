@@ -187,21 +187,25 @@ func (in *instance) setHandover(r HandoverReport) {
 // graceful stop): the successor's adverts and announcements, and the
 // policy's timer, until the addresses are withdrawn.
 func (in *instance) awaitHandover() {
+	want := kindSet(evPacket, evClaim, evWake)
 	for in.policy.HandingOver() {
-		select {
-		case p := <-in.packets:
+		switch ev := in.mb.next(want, false); ev.kind {
+		case evPacket:
+			p := ev.packet
 			if p.adv.VRID == in.cfg.VRID && p.adv.Priority > 0 && p.src != in.primary {
 				in.successorHeard(p.src)
 			}
 			in.sockets.free(p)
-		case c := <-in.claims:
-			in.onClaim(c)
-		case <-in.wake.C():
+		case evClaim:
+			in.onClaim(ev.claim)
+		case evWake:
 			// Only the policy's deadline counts now; the election stopped.
 			in.firesAt = time.Time{}
 			in.dueAt = [len(in.dueAt)]time.Time{}
 			in.policyWake()
 			in.rearm(in.env.Now())
+		default:
+			<-in.mb.signal
 		}
 	}
 }

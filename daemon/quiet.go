@@ -208,12 +208,7 @@ func (s *vrrpSocket) applyQuiet() {
 // nudge makes the instance's loop run soon: it reads what the kernel set
 // aside for it before anything it does (catchUp). A command already queued
 // does the same.
-func (in *instance) nudge() {
-	select {
-	case in.cmds <- func() {}:
-	default:
-	}
-}
+func (in *instance) nudge() { in.mb.postNudge() }
 
 // closeQuiet stops a change of the filters still waiting, and waits for
 // one under way: the socket is closing.
@@ -270,9 +265,7 @@ func (s *vrrpSocket) handOverQuiet(b []byte, info transport.PacketInfo, at time.
 	}
 	p.src, p.ttl, p.deferred, p.at = info.Src, info.TTL, true, at
 	p.keepRaw(b)
-	select {
-	case in.packets <- p:
-	default:
+	if !in.mb.postPacket(p) {
 		s.pool.free(p)
 		in.counters.overruns.Add(1)
 	}
@@ -295,16 +288,11 @@ func (in *instance) catchUp(out []vrrp.Action) {
 	if in.sock.maybePending(in.id.vrid) {
 		in.sock.drainQuiet()
 	}
-	for {
-		select {
-		case p := <-in.packets:
-			in.receive(p, out[:0])
-			in.sockets.free(p)
-		default:
-			in.lastEventAt = start
-			return
-		}
+	for p := in.mb.takePacket(); p != nil; p = in.mb.takePacket() {
+		in.receive(p, out[:0])
+		in.sockets.free(p)
 	}
+	in.lastEventAt = start
 }
 
 // updateQuiet sets or clears the instance's pattern after an advert: set

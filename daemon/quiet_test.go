@@ -183,10 +183,11 @@ func TestQuietRoomForOnePattern(t *testing.T) {
 		// a group whose adverts are read when they come.
 		quiet := 0
 		for _, r := range n2.d.snapshot() {
-			got := make(chan bool, 1)
-			r.in.cmds <- func() { got <- r.in.quietSet }
-			synctest.Wait()
-			if <-got {
+			var set bool
+			if err := r.in.do(t.Context(), func() { set = r.in.quietSet }); err != nil {
+				t.Fatal(err)
+			}
+			if set {
 				quiet++
 			}
 		}
@@ -314,16 +315,16 @@ func TestDeferredClearNudgesItsInstance(t *testing.T) {
 		}
 		s.setQuiet(2, pat(2)) // within 50 ms: waits
 		s.setQuiet(1, nil)    // so does this clear
-		if len(a.cmds) != 0 || len(b.cmds) != 0 {
+		if nudged(a) || nudged(b) {
 			t.Fatal("nudged before the change was applied")
 		}
 		time.Sleep(quietApplyEvery)
 		synctest.Wait()
-		if len(a.cmds) != 1 {
-			t.Errorf("the instance whose pattern went was nudged %d times, want once", len(a.cmds))
+		if !nudged(a) {
+			t.Error("the instance whose pattern went was not nudged")
 		}
-		if len(b.cmds) != 0 {
-			t.Errorf("the instance whose pattern was set was nudged %d times", len(b.cmds))
+		if nudged(b) {
+			t.Error("the instance whose pattern was set was nudged")
 		}
 		n := conn.(quietFakeConn).patternsSet()
 		if n != 1 {
@@ -399,4 +400,11 @@ func TestFilterChangeHoldsUpNoRead(t *testing.T) {
 		t.Error("a pattern in the kernel stopped being pending at a read")
 	}
 	s.closeQuiet()
+}
+
+// nudged: in, never started, has a nudge waiting in its mailbox.
+func nudged(in *instance) bool {
+	in.mb.mu.Lock()
+	defer in.mb.mu.Unlock()
+	return in.mb.nudge
 }

@@ -22,6 +22,7 @@ type received struct {
 	// raw is the advert's bytes when short enough to be a pattern.
 	raw    [transport.MaxQuietPayload]byte
 	rawLen int
+	next   *received // in its instance's mailbox
 }
 
 // readFilter is what the shared socket's reader needs to know of an

@@ -100,6 +100,11 @@ func (p *socketPool) join(ifi *net.Interface, opts transport.Options, in *instan
 	}
 	s.refs++
 	s.regrid()
+	select {
+	case <-s.failed:
+		in.mb.postFailed(s) // failed before this instance joined
+	default:
+	}
 	return s, nil
 }
 
@@ -188,6 +193,11 @@ func (s *vrrpSocket) read() {
 		}
 		s.err = err
 		close(s.failed)
+		for v := range s.subs {
+			if in := s.subs[v].Load(); in != nil {
+				in.mb.postFailed(s)
+			}
+		}
 		return
 	}
 }
@@ -223,13 +233,11 @@ func (s *vrrpSocket) deliver(b []byte, info transport.PacketInfo) (overrun *inst
 			// Those set aside came before this one.
 			s.drainQuiet()
 		}
-		select {
-		case in.packets <- p:
+		if in.mb.postPacket(p) {
 			return nil
-		default:
-			s.pool.free(p)
-			return in
 		}
+		s.pool.free(p)
+		return in
 	}
 	s.pool.free(p)
 	return nil

@@ -117,7 +117,11 @@ func BenchmarkSharedReceive(b *testing.B) {
 	}()
 	b.ReportAllocs()
 	for b.Loop() {
-		p := <-in.packets
+		p := in.mb.takePacket()
+		for p == nil {
+			<-in.mb.signal
+			p = in.mb.takePacket()
+		}
 		if out, err = m.ReceiveAdvert(p.src, p.ttl, &p.adv, out[:0]); err != nil {
 			b.Fatal(err)
 		}

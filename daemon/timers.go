@@ -196,11 +196,10 @@ func stoppedTimer() *time.Timer {
 	return t
 }
 
-// A Timer is a one-shot timer the election loop waits on. A Reset or Stop
-// need not take back an expiry already on its way: the loop checks its
-// deadlines (onWake).
+// A Timer is a one-shot timer that posts to the election's mailbox when
+// it fires. A Reset or Stop need not take back an expiry already on its
+// way: the loop checks its deadlines (onWake).
 type Timer interface {
-	C() <-chan time.Time
 	Reset(d time.Duration)
 	Stop()
 	Close() error
@@ -210,23 +209,24 @@ type Timer interface {
 // (tests, whose clock is the runtime's) or fails.
 type goTimer struct{ t *time.Timer }
 
-func (g goTimer) C() <-chan time.Time   { return g.t.C }
 func (g goTimer) Reset(d time.Duration) { g.t.Reset(d) }
 func (g goTimer) Stop()                 { g.t.Stop() }
 func (g goTimer) Close() error          { g.t.Stop(); return nil }
 
 // newTimer returns a stopped Timer from the environment, or a goTimer
-// (kernelTimers says which).
+// (kernelTimers says which), that wakes the election.
 func (in *instance) newTimer() Timer {
 	if in.env.NewTimer != nil {
-		t, err := in.env.NewTimer()
+		t, err := in.env.NewTimer(in.mb.postWake)
 		if err == nil {
 			in.kernelTimers = true
 			return t
 		}
 		in.log.Warn("kernel timer unavailable; using the runtime's", "error", err)
 	}
-	return goTimer{stoppedTimer()}
+	t := time.AfterFunc(time.Hour, in.mb.postWake)
+	t.Stop()
+	return goTimer{t}
 }
 
 // closeTimer releases the wake timer when the instance ends.

@@ -39,9 +39,12 @@ func TestMasterWakeArmsTheTimerOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lan := &fakeLAN{}
 		h := newFakeHost(lan, "198.51.100.11")
-		timer := &countingTimer{goTimer: goTimer{stoppedTimer()}}
+		var timer *countingTimer
 		env := h.env()
-		env.NewTimer = func() (Timer, error) { return timer, nil }
+		env.NewTimer = func(fire func()) (Timer, error) {
+			timer = &countingTimer{goTimer: stoppedFuncTimer(fire)}
+			return timer, nil
+		}
 		startWithEnv(t, h, env, testInstance(150))
 		time.Sleep(10 * time.Second) // Master, the takeover burst over
 		synctest.Wait()
@@ -63,6 +66,13 @@ func TestMasterWakeArmsTheTimerOnce(t *testing.T) {
 			t.Errorf("%d resets for %d adverts: %v", len(resets), adverts, resets)
 		}
 	})
+}
+
+// stoppedFuncTimer is a stopped runtime timer calling fire.
+func stoppedFuncTimer(fire func()) goTimer {
+	t := time.AfterFunc(time.Hour, fire)
+	t.Stop()
+	return goTimer{t}
 }
 
 // armedAt records where each Reset points the timer.
@@ -96,9 +106,12 @@ func (a *armedAt) since(t time.Time) []time.Time {
 func startTimedBackup(t *testing.T, lan *fakeLAN) (*node, *armedAt) {
 	t.Helper()
 	h := newFakeHost(lan, "198.51.100.12")
-	timer := &armedAt{goTimer: goTimer{stoppedTimer()}}
+	timer := &armedAt{}
 	env := h.env()
-	env.NewTimer = func() (Timer, error) { return timer, nil }
+	env.NewTimer = func(fire func()) (Timer, error) {
+		timer.goTimer = stoppedFuncTimer(fire)
+		return timer, nil
+	}
 	return startWithEnv(t, h, env, testInstance(100)), timer
 }
 

@@ -89,8 +89,8 @@ func (in *instance) buildTrackers(tracks []config.Track) ([]*health.Tracker, err
 	return ts, nil
 }
 
-// startTrackers runs ts until stopTrackers; their changes arrive on
-// in.trackerChanges, read by the instance's goroutine.
+// startTrackers runs ts until stopTrackers; their changes arrive in the
+// instance's mailbox.
 func (in *instance) startTrackers(ts []*health.Tracker, specs []config.Track) {
 	ctx, cancel := context.WithCancel(context.Background())
 	set := &trackerSet{trackers: ts, specs: specs, cancel: cancel}
@@ -98,7 +98,7 @@ func (in *instance) startTrackers(ts []*health.Tracker, specs []config.Track) {
 		set.wg.Add(1)
 		go func() {
 			defer set.wg.Done()
-			t.Run(ctx, in.trackerChanges)
+			t.RunFunc(ctx, func(st *health.Status) { in.mb.postOther(st) })
 		}()
 	}
 	in.trackers = set

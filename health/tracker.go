@@ -130,13 +130,23 @@ func (t *Tracker) Status() Status {
 // a pointer, so that a receiver selecting on many channels keeps 8 bytes
 // for it on its stack, not the Status.
 func (t *Tracker) Run(ctx context.Context, changed chan<- *Status) error {
+	return t.RunFunc(ctx, func(st *Status) {
+		select {
+		case changed <- st:
+		case <-ctx.Done():
+		}
+	})
+}
+
+// RunFunc is Run calling changed, which must not block for long, in
+// place of sending on a channel.
+func (t *Tracker) RunFunc(ctx context.Context, changed func(*Status)) error {
 	tick := time.NewTicker(t.spec.Interval)
 	defer tick.Stop()
 	for {
 		if st, flipped := t.checkOnce(ctx); flipped {
-			select {
-			case changed <- &st:
-			case <-ctx.Done():
+			changed(&st)
+			if ctx.Err() != nil {
 				return nil
 			}
 		}

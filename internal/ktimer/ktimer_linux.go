@@ -113,6 +113,10 @@ func (g *Group) expire(now time.Time) bool {
 	for len(g.queue) > 0 && !g.queue[0].due.After(now) {
 		t := g.queue[0]
 		g.remove(t)
+		if t.fire != nil {
+			t.fire()
+			continue
+		}
 		// Without blocking: a value the receiver has not taken yet
 		// already tells it to look at its deadlines.
 		select {
@@ -163,6 +167,18 @@ func (g *Group) New() (*Timer, error) {
 	return &Timer{g: g, c: make(chan time.Time, 1), index: -1}, nil
 }
 
+// NewFunc returns a stopped timer of the group that calls fire at each
+// expiry, on the group's goroutine with the group locked: fire must not
+// block, nor use a timer of the group. It has no channel.
+func (g *Group) NewFunc(fire func()) (*Timer, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil, errClosed
+	}
+	return &Timer{g: g, fire: fire, index: -1}, nil
+}
+
 // Timer is a one-shot timer. Its channel receives the time of each expiry;
 // a Reset or Stop does not take back an expiry already sent, so a receiver
 // checks whether the deadline it wanted has come. Reset and Stop are called
@@ -170,6 +186,7 @@ func (g *Group) New() (*Timer, error) {
 type Timer struct {
 	g      *Group
 	c      chan time.Time
+	fire   func() // in place of c (NewFunc)
 	due    time.Time
 	index  int // in the group's queue; -1: not armed
 	closed bool

@@ -37,6 +37,39 @@ func TestTimerFiresAfterItsDelay(t *testing.T) {
 	}
 }
 
+// A timer made with NewFunc calls its function at each expiry, and not
+// once stopped.
+func TestFuncTimerCallsAtEachExpiry(t *testing.T) {
+	fired := make(chan time.Time, 4)
+	tm, err := newGroup(t).NewFunc(func() { fired <- time.Now() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tm.Close()
+	if tm.C() != nil {
+		t.Error("a timer calling a function has a channel")
+	}
+	for range 2 {
+		start := time.Now()
+		tm.Reset(20 * time.Millisecond)
+		select {
+		case at := <-fired:
+			if at.Sub(start) < 20*time.Millisecond {
+				t.Errorf("called after %v, before its 20ms", at.Sub(start))
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("not called")
+		}
+	}
+	tm.Reset(20 * time.Millisecond)
+	tm.Stop()
+	select {
+	case <-fired:
+		t.Fatal("a stopped timer called its function")
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
 func TestStopAndResetLater(t *testing.T) {
 	tm, err := newGroup(t).New()
 	if err != nil {

@@ -14,7 +14,12 @@ type Group struct{}
 func NewGroup() (*Group, error) { return nil, errors.New("ktimer: timerfd is Linux only") }
 
 func (g *Group) New() (*Timer, error) { return nil, errors.New("ktimer: timerfd is Linux only") }
-func (g *Group) Close() error         { return nil }
+
+// NewFunc fails: timerfd is Linux only.
+func (g *Group) NewFunc(func()) (*Timer, error) {
+	return nil, errors.New("ktimer: timerfd is Linux only")
+}
+func (g *Group) Close() error { return nil }
 
 // Timer is not available outside Linux.
 type Timer struct{}

@@ -1,6 +1,0 @@
-//go:build !race
-
-package daemon
-
-// raceDetector: the race detector's instrumentation makes frames larger.
-const raceDetector = false
