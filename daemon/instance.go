@@ -230,8 +230,10 @@ func newInstance(ic config.Instance, pools pools, stateDir string, log *slog.Log
 // waits for it. It fails if the election does not take it before ctx ends.
 func (in *instance) do(ctx context.Context, fn func()) error {
 	done := make(chan struct{})
-	if !in.mb.postOther(func() { fn(); close(done) }) {
+	if ok, closed := in.mb.postOther(func() { fn(); close(done) }); closed {
 		return errStopped
+	} else if !ok {
+		return errBusy
 	}
 	select {
 	case <-done:
@@ -243,22 +245,16 @@ func (in *instance) do(ctx context.Context, fn func()) error {
 	}
 }
 
-var errStopped = errors.New("instance stopped")
+var (
+	errStopped = errors.New("instance stopped")
+	errBusy    = errors.New("instance busy: too many requests waiting for it")
+)
 
 // linkEvent hands a link or address event to the instance; one busy
 // stopping, or behind by a queue of them, loses it.
 func (in *instance) linkEvent(ev netif.Event) {
-	if !in.mb.postOther(&ev) && !in.isStopped() {
+	if ok, closed := in.mb.postOther(&ev); !ok && !closed {
 		in.log.Warn("link event dropped: instance busy", "event", ev.Kind.String())
-	}
-}
-
-func (in *instance) isStopped() bool {
-	select {
-	case <-in.stopped:
-		return true
-	default:
-		return false
 	}
 }
 
@@ -329,7 +325,7 @@ func (in *instance) steady(begin bool) {
 			in.finish(in.stop())
 			return
 		case evFailed:
-			if ev.sock == in.sock {
+			if in.sock != nil && in.sock.hasFailed() {
 				in.finish(in.readFailed())
 				return
 			}

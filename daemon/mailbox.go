@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/vipd/vipd/arp"
@@ -29,7 +30,7 @@ type eventKind uint8
 const (
 	evNone    eventKind = iota
 	evStop              // the instance's context ended
-	evFailed            // its socket can no longer be read
+	evFailed            // a socket it used can no longer be read
 	evPacket            // an advert
 	evCmd               // a function to run on the election (do)
 	evLink              // a link or address event
@@ -65,15 +66,17 @@ type event struct {
 	tracker *health.Status
 	claim   *arp.Claim
 	leader  leaderState
-	sock    *vrrpSocket // evFailed: the socket that failed
 }
 
 // Bounds of the queues that a flood could fill: adverts (the overruns
 // counter counts those refused), link events (the watcher logs one
-// refused). Claims are bounded by claimQueue.
+// refused), commands (do fails: the election is stuck, and each status
+// request that gave up would otherwise leave one behind). Claims are
+// bounded by claimQueue.
 const (
 	maxQueuedPackets = 64
 	maxQueuedLinks   = 64
+	maxQueuedCmds    = 64
 )
 
 // mailbox queues an instance's events until its loop takes them.
@@ -84,14 +87,14 @@ type mailbox struct {
 	packets    int
 	// The rarer events, in arrival order: func(), *netif.Event,
 	// *health.Status or *arp.Claim.
-	other         []any
-	links, claims int
-	maxClaims     int
-	leader        leaderState // latest only
-	hasLeader     bool
-	stop, wake    bool
-	nudge         bool
-	failed        *vrrpSocket
+	other               []any
+	links, claims, cmds int
+	maxClaims           int
+	leader              leaderState // latest only
+	hasLeader           bool
+	stop, wake          bool
+	nudge               bool
+	failed              bool
 	// running: a goroutine owns the election and takes what is posted;
 	// it is signalled in case it waits. Otherwise a post starts one with
 	// spawn (nil while the instance starts: its own goroutine runs it).
@@ -162,28 +165,33 @@ func (mb *mailbox) popPacket() *received {
 }
 
 // postOther queues a rare event; false: its queue is full or the instance
-// ended.
-func (mb *mailbox) postOther(v any) bool {
+// ended (closed says which).
+func (mb *mailbox) postOther(v any) (ok, closed bool) {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
 	if mb.closed {
-		return false
+		return false, true
 	}
 	switch v.(type) {
+	case func():
+		if mb.cmds >= maxQueuedCmds {
+			return false, false
+		}
+		mb.cmds++
 	case *netif.Event:
 		if mb.links >= maxQueuedLinks {
-			return false
+			return false, false
 		}
 		mb.links++
 	case *arp.Claim:
 		if mb.claims >= mb.maxClaims {
-			return false
+			return false, false
 		}
 		mb.claims++
 	}
 	mb.other = append(mb.other, v)
 	mb.posted()
-	return true
+	return true, false
 }
 
 // claimsFull: a claim posted now would be refused.
@@ -196,6 +204,9 @@ func (mb *mailbox) claimsFull() bool {
 func (mb *mailbox) postLeader(ls leaderState) {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
+	if mb.closed {
+		return
+	}
 	mb.leader, mb.hasLeader = ls, true
 	mb.posted()
 }
@@ -214,9 +225,11 @@ func (mb *mailbox) flag(set func(*mailbox)) {
 func (mb *mailbox) postWake()  { mb.flag(func(mb *mailbox) { mb.wake = true }) }
 func (mb *mailbox) postStop()  { mb.flag(func(mb *mailbox) { mb.stop = true }) }
 func (mb *mailbox) postNudge() { mb.flag(func(mb *mailbox) { mb.nudge = true }) }
-func (mb *mailbox) postFailed(s *vrrpSocket) {
-	mb.flag(func(mb *mailbox) { mb.failed = s })
-}
+
+// postFailed: a socket the election used failed. It is a hint: the
+// election checks the socket it uses when it takes it (a reload may have
+// moved it to another since).
+func (mb *mailbox) postFailed() { mb.flag(func(mb *mailbox) { mb.failed = true }) }
 
 // next takes the most urgent event of want: a stop or a failed socket
 // first, then the adverts (every other event reads those queued before it
@@ -230,10 +243,9 @@ func (mb *mailbox) next(want kinds, letGo bool) event {
 	case mb.stop && want.has(evStop):
 		mb.stop = false
 		return event{kind: evStop}
-	case mb.failed != nil && want.has(evFailed):
-		s := mb.failed
-		mb.failed = nil
-		return event{kind: evFailed, sock: s}
+	case mb.failed && want.has(evFailed):
+		mb.failed = false
+		return event{kind: evFailed}
 	case mb.head != nil && want.has(evPacket):
 		return event{kind: evPacket, packet: mb.popPacket()}
 	}
@@ -243,12 +255,14 @@ func (mb *mailbox) next(want kinds, letGo bool) event {
 			continue
 		}
 		switch ev.kind {
+		case evCmd:
+			mb.cmds--
 		case evLink:
 			mb.links--
 		case evClaim:
 			mb.claims--
 		}
-		mb.other = append(mb.other[:i], mb.other[i+1:]...)
+		mb.other = slices.Delete(mb.other, i, i+1)
 		if len(mb.other) == 0 && cap(mb.other) > 4 {
 			mb.other = nil // a burst's room goes back
 		}
@@ -301,6 +315,6 @@ func (mb *mailbox) close() {
 	for p := mb.popPacket(); p != nil; p = mb.popPacket() {
 		mb.free(p)
 	}
-	mb.other, mb.links, mb.claims = nil, 0, 0
-	mb.hasLeader, mb.stop, mb.wake, mb.nudge, mb.failed = false, false, false, false, nil
+	mb.other, mb.links, mb.claims, mb.cmds = nil, 0, 0, 0
+	mb.hasLeader, mb.stop, mb.wake, mb.nudge, mb.failed = false, false, false, false, false
 }

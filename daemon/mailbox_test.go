@@ -10,33 +10,41 @@ import (
 	"github.com/vipd/vipd/netif"
 )
 
-// The election takes a stop first, then the adverts (any other event reads
-// those queued before it), then the rest as they came, its timer last.
+// The election takes a stop first, then a failed socket, then the adverts
+// (any other event reads those queued before it), then the rest as they
+// came, its leader's latest state, its timer, a nudge last.
 func TestMailboxOrder(t *testing.T) {
-	var freed int
-	mb := newMailbox(2, func(*received) { freed++ })
+	mb := newMailbox(2, func(*received) {})
 	p1, p2 := &received{}, &received{}
+	mb.postNudge()
 	mb.postOther(&netif.Event{Kind: netif.LinkUp})
 	mb.postWake()
 	mb.postPacket(p1)
 	mb.postOther(&health.Status{Name: "api"})
+	mb.postOther(func() {})
 	mb.postPacket(p2)
 	mb.postLeader(leaderState{prio: 7})
 	mb.postLeader(leaderState{prio: 9}) // replaces the one not yet read
+	mb.postOther(&arp.Claim{})
+	mb.postFailed()
 	mb.postStop()
 	var got []eventKind
+	var packets []*received
 	for ev := mb.next(allKinds, false); ev.kind != evNone; ev = mb.next(allKinds, false) {
 		got = append(got, ev.kind)
-		if ev.kind == evPacket && len(got) == 2 && ev.packet != p1 {
-			t.Error("adverts out of order")
+		if ev.kind == evPacket {
+			packets = append(packets, ev.packet)
 		}
 		if ev.kind == evLeader && ev.leader.prio != 9 {
 			t.Errorf("leader state %d, want the latest, 9", ev.leader.prio)
 		}
 	}
-	want := []eventKind{evStop, evPacket, evPacket, evLink, evTracker, evLeader, evWake}
+	want := []eventKind{evStop, evFailed, evPacket, evPacket, evLink, evTracker, evCmd, evClaim, evLeader, evWake, evNudge}
 	if !equalKinds(got, want) {
 		t.Errorf("taken %v, want %v", got, want)
+	}
+	if len(packets) != 2 || packets[0] != p1 || packets[1] != p2 {
+		t.Error("adverts out of order")
 	}
 	if !mb.running {
 		t.Error("the goroutine gave the election up without letGo")
@@ -88,16 +96,22 @@ func TestMailboxBounds(t *testing.T) {
 		t.Error("an advert beyond the queue's room taken")
 	}
 	for range 2 {
-		if mb.claimsFull() || !mb.postOther(&arp.Claim{}) {
+		if ok, _ := mb.postOther(&arp.Claim{}); !ok {
 			t.Fatal("a claim within the room refused")
 		}
 	}
-	if !mb.claimsFull() || mb.postOther(&arp.Claim{}) {
+	if ok, closed := mb.postOther(&arp.Claim{}); ok || closed || !mb.claimsFull() {
 		t.Error("a third claim taken with room for two")
 	}
 	mb.next(kindSet(evClaim), false)
 	if mb.claimsFull() {
 		t.Error("no room after a claim was taken")
+	}
+	for range maxQueuedCmds {
+		mb.postOther(func() {})
+	}
+	if ok, closed := mb.postOther(func() {}); ok || closed {
+		t.Error("a command beyond the queue's room taken")
 	}
 }
 
@@ -108,22 +122,27 @@ func TestMailboxStartsOneGoroutinePerBurst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var freed, starts, handled atomic.Int32
 		mb := newMailbox(2, func(*received) { freed.Add(1) })
-		mb.detach(func() {
+		drive := func() {
 			starts.Add(1)
 			for ev := mb.next(allKinds, true); ev.kind != evNone; ev = mb.next(allKinds, true) {
 				handled.Add(1)
 			}
-		})
-		if ev := mb.next(allKinds, true); ev.kind != evNone {
-			t.Fatalf("took %v from an empty mailbox", ev.kind)
 		}
+		// Posted while the starting goroutine owns the election: queued.
 		mb.postWake()
 		mb.postPacket(&received{})
 		synctest.Wait()
+		if starts.Load() != 0 {
+			t.Fatal("a goroutine started before the election was detached")
+		}
+		mb.detach(drive)
+		drive() // the starting goroutine's last round, then it lets go
 		mb.postNudge()
 		synctest.Wait()
-		if starts.Load() != 2 || handled.Load() != 3 {
-			t.Errorf("%d goroutines handled %d events, want 2 and 3", starts.Load(), handled.Load())
+		mb.postOther(func() {})
+		synctest.Wait()
+		if starts.Load() != 3 || handled.Load() != 4 {
+			t.Errorf("%d rounds handled %d events, want 3 and 4", starts.Load(), handled.Load())
 		}
 		mb.mu.Lock()
 		mb.running = true // a goroutine is busy: posts queue
@@ -133,7 +152,7 @@ func TestMailboxStartsOneGoroutinePerBurst(t *testing.T) {
 		if freed.Load() != 1 {
 			t.Errorf("%d queued adverts handed back at close, want 1", freed.Load())
 		}
-		if mb.postPacket(&received{}) || mb.postOther(func() {}) {
+		if ok, closed := mb.postOther(func() {}); mb.postPacket(&received{}) || ok || !closed {
 			t.Error("a closed mailbox took a post")
 		}
 	})

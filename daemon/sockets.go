@@ -100,10 +100,8 @@ func (p *socketPool) join(ifi *net.Interface, opts transport.Options, in *instan
 	}
 	s.refs++
 	s.regrid()
-	select {
-	case <-s.failed:
-		in.mb.postFailed(s) // failed before this instance joined
-	default:
+	if s.hasFailed() {
+		in.mb.postFailed() // before this instance joined
 	}
 	return s, nil
 }
@@ -144,6 +142,16 @@ func (p *socketPool) leave(s *vrrpSocket, in *instance) {
 	s.conn.SetReadDeadline(time.Unix(1, 0))
 	<-s.done
 	s.conn.Close()
+}
+
+// hasFailed: reading the socket failed (err says why).
+func (s *vrrpSocket) hasFailed() bool {
+	select {
+	case <-s.failed:
+		return true
+	default:
+		return false
+	}
 }
 
 func (s *vrrpSocket) isClosing() bool {
@@ -195,7 +203,7 @@ func (s *vrrpSocket) read() {
 		close(s.failed)
 		for v := range s.subs {
 			if in := s.subs[v].Load(); in != nil {
-				in.mb.postFailed(s)
+				in.mb.postFailed()
 			}
 		}
 		return

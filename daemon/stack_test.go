@@ -41,8 +41,10 @@ func TestIdleInstanceHoldsNoGoroutine(t *testing.T) {
 		n := startConfig(t, h, h.env(), cfg)
 		time.Sleep(30 * time.Second) // Masters, past the takeover's announcements
 		synctest.Wait()
-		if g := runtime.NumGoroutine() - aloneG; g >= groups {
-			t.Errorf("%d goroutines more for %d idle groups: one per group at least", g, groups)
+		// The daemon's own (its link watcher, the fake host's), not one
+		// a group.
+		if g := runtime.NumGoroutine() - aloneG; g > 16 {
+			t.Errorf("%d goroutines more for %d idle groups", g, groups)
 		}
 		// Before: the runtime keeps up to 64 ended goroutines a processor
 		// for the next ones, each with its first 2 KiB of stack.
