@@ -156,8 +156,13 @@ type Policy struct {
 
 // New returns a Policy for a host whose own hardware address is ownMAC.
 func New(cfg Config, ownMAC string) *Policy {
-	return &Policy{cfg: cfg, ownMAC: ownMAC}
+	p := new(Policy)
+	p.Init(cfg, ownMAC)
+	return p
 }
+
+// Init makes p a new policy, as New does, where the caller keeps it.
+func (p *Policy) Init(cfg Config, ownMAC string) { *p = Policy{cfg: cfg, ownMAC: ownMAC} }
 
 // SetConfig applies a reload. A changed refresh period takes effect now;
 // a shorter probe period brings a probe due later than it allows forward.

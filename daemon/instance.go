@@ -72,8 +72,10 @@ type instance struct {
 	hooks      instanceHooks
 	stateDir   string
 
-	// mb is how the other goroutines reach the election (mailbox.go).
+	// mb is how the other goroutines reach the election (mailbox.go):
+	// &box.
 	mb      *mailbox
+	box     mailbox
 	ready   chan struct{}
 	once    sync.Once
 	stopped chan struct{}
@@ -92,26 +94,34 @@ type instance struct {
 	pub   published
 
 	// Owned by run.
-	cfg        config.Instance
-	m          *vrrp.Machine
-	policy     *announce.Policy
-	holder     *addressHolder
-	notify     *hookRunner
-	resume     *InstanceHandover // from the previous process, at start only
-	adopt      bool              // Options.Adopt, at start only
-	detach     bool              // stop without releasing: a re-exec takes over
-	trackers   *trackerSet
-	drained    bool
-	drainNote  string
-	primary    netip.Addr
-	sockets    *socketPool
-	sock       *vrrpSocket // shared with the other instances on the link
-	announcers *announcerPool
-	ann        *linkAnnouncer  // the interface's announcer and claim monitor
-	routes     *routeAnnouncer // in the BGP modes: the VIPs' host routes
-	linkIndex  int
-	sendBuf    []byte
-	advAddrs   []netip.Addr // the VIPs as adverts list them; nil after a reload
+	cfg    config.Instance
+	m      *vrrp.Machine    // &machine once begin made it
+	policy *announce.Policy // &policyState once begin made it
+	// The election's state, its policy's and room for its actions live
+	// in the instance: one object a group (a daemon's instances are
+	// allocated together, newInstances), where separate ones, made as the
+	// groups start among the start-up's garbage, each held a span of
+	// their size class of their own.
+	machine     vrrp.Machine
+	policyState announce.Policy
+	actionBuf   [actionsPerEvent]vrrp.Action
+	holder      *addressHolder
+	notify      *hookRunner
+	resume      *InstanceHandover // from the previous process, at start only
+	adopt       bool              // Options.Adopt, at start only
+	detach      bool              // stop without releasing: a re-exec takes over
+	trackers    *trackerSet
+	drained     bool
+	drainNote   string
+	primary     netip.Addr
+	sockets     *socketPool
+	sock        *vrrpSocket // shared with the other instances on the link
+	announcers  *announcerPool
+	ann         *linkAnnouncer  // the interface's announcer and claim monitor
+	routes      *routeAnnouncer // in the BGP modes: the VIPs' host routes
+	linkIndex   int
+	sendBuf     []byte
+	advAddrs    []netip.Addr // the VIPs as adverts list them; nil after a reload
 	// wake is the one timer of every deadline (timers.go): dueAt, by
 	// vrrp.Timer, and policyDue; zero is none. firesAt is when wake fires,
 	// zero when not armed; kernelTimers: wake is Env.NewTimer's.
@@ -182,8 +192,11 @@ type instanceHooks struct {
 	hookRunners *sync.WaitGroup
 }
 
-func newInstance(ic config.Instance, pools pools, stateDir string, log *slog.Logger, env Env, hooks instanceHooks) *instance {
-	in := &instance{
+// newInstance makes ic's instance in into (new(instance), or a place of
+// newInstances').
+func newInstance(into *instance, ic config.Instance, pools pools, stateDir string, log *slog.Logger, env Env, hooks instanceHooks) *instance {
+	in := into
+	*in = instance{
 		id:           instanceID{name: ic.Name, ifname: ic.Interface, vrid: ic.VRID},
 		follow:       ic.Follow,
 		anycastMode:  ic.Announce == config.AnnounceBGPAnycast,
@@ -195,10 +208,11 @@ func newInstance(ic config.Instance, pools pools, stateDir string, log *slog.Log
 		cfg:          ic,
 		log:          log.With("instance", ic.Name, "vrid", ic.VRID, "interface", ic.Interface),
 		env:          env,
-		mb:           newMailbox(claimQueue(len(ic.VIPs)), pools.sockets.free),
 		ready:        make(chan struct{}),
 		stopped:      make(chan struct{}),
 	}
+	in.box.init(claimQueue(len(ic.VIPs)), pools.sockets.free)
+	in.mb = &in.box
 	in.filter.Store(&readFilter{peers: ic.UnicastPeers})
 	holderIf := ic.Interface
 	if ic.Announce.BGPMode() {
@@ -300,9 +314,9 @@ func (in *instance) run(ctx context.Context, end func(error)) {
 // election go. Each event is handled by a method of its own.
 func (in *instance) steady(begin bool) {
 	if in.actions == nil {
-		// On the heap: no event of the machine gives more than 6 (a
-		// takeover); one that gave more would allocate, not fail.
-		in.actions = make([]vrrp.Action, 0, actionsPerEvent)
+		// No event of the machine gives more than 6 (a takeover); one
+		// that gave more would allocate, not fail.
+		in.actions = in.actionBuf[:0]
 	}
 	for {
 		if begin {
@@ -409,11 +423,13 @@ func (in *instance) begin(ctx context.Context) (stop bool, err error) {
 		in.exec(in.m.SetLink(up, nil))
 		return false, nil
 	}
-	if in.m, err = vrrp.NewMachine(in.machineConfig(in.cfg), clock{in.clockNow}); err != nil {
+	if err = in.machine.Init(in.machineConfig(in.cfg), clock{in.clockNow}); err != nil {
 		in.close()
 		return false, err
 	}
-	in.policy = announce.New(policyConfig(in.cfg, in.ann.monitor != nil, in.probeEvery), ifi.HardwareAddr.String())
+	in.m = &in.machine
+	in.policyState.Init(policyConfig(in.cfg, in.ann.monitor != nil, in.probeEvery), ifi.HardwareAddr.String())
+	in.policy = &in.policyState
 	_, fault := in.health()
 	in.m.SetFault(fault, nil)
 	if r := in.resume; r != nil {

@@ -106,7 +106,15 @@ type mailbox struct {
 }
 
 func newMailbox(maxClaims int, free func(*received)) *mailbox {
-	return &mailbox{maxClaims: maxClaims, running: true, signal: make(chan struct{}, 1), free: free}
+	mb := new(mailbox)
+	mb.init(maxClaims, free)
+	return mb
+}
+
+// init makes mb an empty mailbox, owned by the goroutine starting its
+// election.
+func (mb *mailbox) init(maxClaims int, free func(*received)) {
+	mb.maxClaims, mb.running, mb.signal, mb.free = maxClaims, true, make(chan struct{}, 1), free
 }
 
 // posted wakes or starts the election's goroutine; mu is held.

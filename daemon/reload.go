@@ -207,7 +207,7 @@ func (d *Daemon) commit(ctx context.Context, p *reloadPlan) error {
 	d.cfg = p.next
 	d.instances = p.keep
 	for _, ic := range p.start {
-		r := &running{in: d.newInstance(ic, p.next)}
+		r := &running{in: d.newInstance(new(instance), ic, p.next)}
 		d.instances = append(d.instances, r)
 		if d.runCtx != nil {
 			d.startLocked(r)

@@ -72,18 +72,30 @@ type mismatchReport struct {
 
 // NewMachine returns a machine in Initialize. Start begins the election.
 func NewMachine(cfg Config, clock Clock) (*Machine, error) {
-	if err := cfg.validate(); err != nil {
+	m := new(Machine)
+	if err := m.Init(cfg, clock); err != nil {
 		return nil, err
 	}
+	return m, nil
+}
+
+// Init makes m a new machine, as NewMachine does, where the caller keeps
+// it (inside a larger struct: one object, not two). On an error m is
+// unchanged.
+func (m *Machine) Init(cfg Config, clock Clock) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
 	cfg = cfg.owned()
-	return &Machine{
+	*m = Machine{
 		cfg:                 cfg,
 		clock:               clock,
 		state:               StateInitialize,
 		since:               clock.Now(),
 		prio:                cfg.Priority,
 		masterAdverInterval: cfg.AdvertInterval,
-	}, nil
+	}
+	return nil
 }
 
 // State returns the current state and since when it holds.
