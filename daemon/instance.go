@@ -305,14 +305,47 @@ func (in *instance) run(ctx context.Context, end func(error)) {
 		return
 	}
 	in.stopWatch = context.AfterFunc(ctx, in.mb.postStop)
-	in.drive = func() { in.steady(false) }
-	in.steady(true)
+	in.drive = func() { in.steady(false, nil) }
+	in.steady(true, nil)
+}
+
+// runElections runs elections that were handed adverts while idle, one
+// after the other on this goroutine. One that is about to wait (for its
+// link, or a successor at a stop) first hands the rest to a goroutine of
+// their own (serialRun.handOff).
+func runElections(idle []*instance) {
+	sr := &serialRun{}
+	for i, in := range idle {
+		sr.rest = idle[i+1:]
+		in.steady(false, sr)
+		if sr.handed {
+			return
+		}
+	}
+}
+
+// serialRun is runElections' list of elections still to run.
+type serialRun struct {
+	rest   []*instance
+	handed bool
+}
+
+// handOff starts a goroutine for the rest of the list, once.
+func (sr *serialRun) handOff() {
+	if sr == nil || sr.handed {
+		return
+	}
+	sr.handed = true
+	if len(sr.rest) > 0 {
+		go runElections(sr.rest)
+	}
 }
 
 // steady runs the election: from (re)joining the link when begin says so,
 // then each event queued until none is left and the goroutine lets the
-// election go. Each event is handled by a method of its own.
-func (in *instance) steady(begin bool) {
+// election go. Each event is handled by a method of its own. Run from a
+// list (sr), it hands the list on before anything that waits.
+func (in *instance) steady(begin bool, sr *serialRun) {
 	if in.actions == nil {
 		// No event of the machine gives more than 6 (a takeover); one
 		// that gave more would allocate, not fail.
@@ -320,6 +353,7 @@ func (in *instance) steady(begin bool) {
 	}
 	for {
 		if begin {
+			sr.handOff()
 			stop, err := in.begin(in.ctx)
 			if stop || err != nil {
 				in.finish(err)
@@ -336,10 +370,12 @@ func (in *instance) steady(begin bool) {
 		case evNone:
 			return // the next post starts a goroutine (drive)
 		case evStop:
+			sr.handOff()
 			in.finish(in.stop())
 			return
 		case evFailed:
 			if in.sock != nil && in.sock.hasFailed() {
+				sr.handOff()
 				in.finish(in.readFailed())
 				return
 			}
@@ -351,6 +387,7 @@ func (in *instance) steady(begin bool) {
 			in.catchUp(out)
 			in.onClaim(ev.claim)
 		case evCmd:
+			sr.handOff() // a reload's netlink and sockets, a drain's wait
 			if err := in.onCommand(ev.cmd, out); err != nil {
 				in.finish(err)
 				return

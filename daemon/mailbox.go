@@ -140,6 +140,30 @@ func (mb *mailbox) postPacket(p *received) bool {
 	if mb.closed || mb.packets >= maxQueuedPackets {
 		return false
 	}
+	mb.pushPacket(p)
+	mb.posted()
+	return true
+}
+
+// postIdle queues an advert like postPacket, but does not start a
+// goroutine for an idle election: claimed, the caller now owns it and must
+// run it (runElections).
+func (mb *mailbox) postIdle(p *received) (ok, claimed bool) {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	if mb.closed || mb.packets >= maxQueuedPackets {
+		return false, false
+	}
+	mb.pushPacket(p)
+	if !mb.running && mb.spawn != nil {
+		mb.running = true
+		return true, true
+	}
+	mb.posted()
+	return true, false
+}
+
+func (mb *mailbox) pushPacket(p *received) {
 	p.next = nil
 	if mb.tail == nil {
 		mb.head = p
@@ -148,8 +172,6 @@ func (mb *mailbox) postPacket(p *received) bool {
 	}
 	mb.tail = p
 	mb.packets++
-	mb.posted()
-	return true
 }
 
 // takePacket takes the oldest advert queued, nil when there is none.

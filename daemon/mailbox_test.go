@@ -157,3 +157,27 @@ func TestMailboxStartsOneGoroutinePerBurst(t *testing.T) {
 		}
 	})
 }
+
+// An advert handed to an idle election by another's read of the set-aside
+// queue starts no goroutine: the reader takes the election and runs it
+// (runElections); a busy election just queues it.
+func TestMailboxPostIdleClaims(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var starts atomic.Int32
+		mb := newMailbox(2, func(*received) {})
+		if ok, claimed := mb.postIdle(&received{}); !ok || claimed {
+			t.Fatalf("before the election detached: ok %v, claimed %v; want queued for its own goroutine", ok, claimed)
+		}
+		mb.detach(func() { starts.Add(1) })
+		mb.next(allKinds, true) // the queued advert
+		mb.next(allKinds, true) // nothing: let go
+		ok, claimed := mb.postIdle(&received{})
+		synctest.Wait()
+		if !ok || !claimed || starts.Load() != 0 {
+			t.Fatalf("idle: ok %v, claimed %v, %d goroutines started; want taken by the caller, none started", ok, claimed, starts.Load())
+		}
+		if ok, claimed := mb.postIdle(&received{}); !ok || claimed {
+			t.Errorf("taken already: ok %v, claimed %v; want queued", ok, claimed)
+		}
+	})
+}

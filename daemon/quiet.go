@@ -72,6 +72,9 @@ type quietAdverts struct {
 	// handOver is drainQuiet's call for each advert, made once: a method
 	// value made at each read escapes to the heap.
 	handOver func(b []byte, info transport.PacketInfo, at time.Time)
+	// idle: the elections handOver found idle and took, which drainQuiet
+	// runs one after the other (runElections).
+	idle []*instance
 }
 
 func newQuietAdverts(conn transport.Conn) *quietAdverts {
@@ -230,13 +233,18 @@ func (s *vrrpSocket) closeQuiet() {
 
 // drainQuiet hands every advert set aside to its instance, in order, marked
 // with its arrival time.
+//
+// The elections it finds idle run one after the other on one goroutine
+// (runElections), not each on a goroutine of its own: one read hands
+// adverts to up to every group of the socket, and 255 goroutines started
+// at once grew 255 stacks that, with no collection at rest, stayed
+// (1.7 MB more on a 255-group Backup).
 func (s *vrrpSocket) drainQuiet() {
 	qa := s.quiet
 	if qa == nil {
 		return
 	}
 	qa.mu.Lock()
-	defer qa.mu.Unlock()
 	for vrid := range qa.pending {
 		if !qa.inKernel[vrid] && qa.pending[vrid].Load() {
 			qa.pending[vrid].Store(false)
@@ -246,8 +254,18 @@ func (s *vrrpSocket) drainQuiet() {
 		qa.handOver = s.handOverQuiet
 	}
 	err := qa.q.ReadQuiet(qa.handOver)
+	var idle []*instance
+	if len(qa.idle) > 0 {
+		idle = slices.Clone(qa.idle)
+		clear(qa.idle)
+		qa.idle = qa.idle[:0]
+	}
+	qa.mu.Unlock()
 	if err != nil {
 		s.pool.log.Warn("reading adverts set aside failed", "interface", s.ifname, "error", err)
+	}
+	if len(idle) > 0 {
+		go runElections(idle)
 	}
 }
 
@@ -265,9 +283,13 @@ func (s *vrrpSocket) handOverQuiet(b []byte, info transport.PacketInfo, at time.
 	}
 	p.src, p.ttl, p.deferred, p.at = info.Src, info.TTL, true, at
 	p.keepRaw(b)
-	if !in.mb.postPacket(p) {
+	ok, claimed := in.mb.postIdle(p)
+	switch {
+	case !ok:
 		s.pool.free(p)
 		in.counters.overruns.Add(1)
+	case claimed:
+		s.quiet.idle = append(s.quiet.idle, in)
 	}
 }
 
