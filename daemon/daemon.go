@@ -145,7 +145,7 @@ func New(cfg *config.Config, log *slog.Logger, env Env, opts Options) (*Daemon, 
 // garbage, and the spans stayed for it: at 255 groups about 1 MB of heap
 // held for nothing once the garbage was collected. The room stays while
 // any of them runs: a reload that removes most of a daemon's groups keeps
-// theirs until the next restart.
+// theirs, and what their last state points to, until the next restart.
 func newInstances(n int) []instance { return make([]instance, n) }
 
 func (d *Daemon) newInstance(into *instance, ic config.Instance, cfg *config.Config) *instance {

@@ -366,16 +366,22 @@ func (in *instance) steady(begin bool, sr *serialRun) {
 		out := in.actions[:0]
 		in.checkQuiet()
 		ev := in.mb.next(allKinds, true)
+		if ev.kind != evNone && ev.kind != evNudge && (ev.kind != evPacket || !ev.packet.deferred) {
+			// Run from a list, only what an advert set aside asks (a
+			// timer pushed back) waits for the elections before it in
+			// the list: an advert read when it came is timed when it is
+			// handled, and the rest (a takeover's netlink, a stop's
+			// handover, a reload) may take milliseconds.
+			sr.handOff()
+		}
 		switch ev.kind {
 		case evNone:
 			return // the next post starts a goroutine (drive)
 		case evStop:
-			sr.handOff()
 			in.finish(in.stop())
 			return
 		case evFailed:
 			if in.sock != nil && in.sock.hasFailed() {
-				sr.handOff()
 				in.finish(in.readFailed())
 				return
 			}
@@ -387,7 +393,6 @@ func (in *instance) steady(begin bool, sr *serialRun) {
 			in.catchUp(out)
 			in.onClaim(ev.claim)
 		case evCmd:
-			sr.handOff() // a reload's netlink and sockets, a drain's wait
 			if err := in.onCommand(ev.cmd, out); err != nil {
 				in.finish(err)
 				return

@@ -240,11 +240,24 @@ func (s *vrrpSocket) closeQuiet() {
 // at once grew 255 stacks that, with no collection at rest, stayed
 // (1.7 MB more on a 255-group Backup).
 func (s *vrrpSocket) drainQuiet() {
-	qa := s.quiet
-	if qa == nil {
+	if s.quiet == nil {
 		return
 	}
+	idle, err := s.readQuiet()
+	if err != nil {
+		s.pool.log.Warn("reading adverts set aside failed", "interface", s.ifname, "error", err)
+	}
+	if len(idle) > 0 {
+		go runElections(idle)
+	}
+}
+
+// readQuiet reads the queue under the lock, and returns the elections it
+// found idle and took.
+func (s *vrrpSocket) readQuiet() (idle []*instance, err error) {
+	qa := s.quiet
 	qa.mu.Lock()
+	defer qa.mu.Unlock()
 	for vrid := range qa.pending {
 		if !qa.inKernel[vrid] && qa.pending[vrid].Load() {
 			qa.pending[vrid].Store(false)
@@ -253,20 +266,13 @@ func (s *vrrpSocket) drainQuiet() {
 	if qa.handOver == nil {
 		qa.handOver = s.handOverQuiet
 	}
-	err := qa.q.ReadQuiet(qa.handOver)
-	var idle []*instance
+	err = qa.q.ReadQuiet(qa.handOver)
 	if len(qa.idle) > 0 {
 		idle = slices.Clone(qa.idle)
 		clear(qa.idle)
 		qa.idle = qa.idle[:0]
 	}
-	qa.mu.Unlock()
-	if err != nil {
-		s.pool.log.Warn("reading adverts set aside failed", "interface", s.ifname, "error", err)
-	}
-	if len(idle) > 0 {
-		go runElections(idle)
-	}
+	return idle, err
 }
 
 // handOverQuiet gives an advert the kernel set aside to its instance.
