@@ -31,15 +31,9 @@ func (in *instance) runAnycast(ctx context.Context) error {
 	// stays (one per anycast instance).
 	want := kindSet(evCmd, evTracker, evLink)
 	for {
-		switch ev := in.mb.next(want, false); ev.kind {
-		case evCmd:
-			ev.cmd()
+		// Nothing to do on a link event: the routers carry the VIPs.
+		if ev := in.mb.next(want, false); in.whileWaiting(ev) || ev.kind == evLink {
 			continue
-		case evTracker:
-			in.onTracker(ev.tracker)
-			continue
-		case evLink:
-			continue // nothing to do on a link: the routers carry the VIPs
 		}
 		select {
 		case <-ctx.Done():

@@ -72,6 +72,21 @@ func (in *instance) waitLink(ctx context.Context) (*net.Interface, bool, error) 
 	}
 }
 
+// whileWaiting runs what a phase that waits for something else still
+// takes: commands (status, a reload) and tracker changes. False: ev is
+// neither.
+func (in *instance) whileWaiting(ev event) bool {
+	switch ev.kind {
+	case evCmd:
+		ev.cmd()
+	case evTracker:
+		in.onTracker(ev.tracker)
+	default:
+		return false
+	}
+	return true
+}
+
 // awaitLinkEvent waits for a link event, or waitRetry, running the
 // commands and tracker changes that come meanwhile.
 func (in *instance) awaitLinkEvent(ctx context.Context) error {
@@ -79,16 +94,13 @@ func (in *instance) awaitLinkEvent(ctx context.Context) error {
 	defer t.Stop()
 	want := kindSet(evStop, evLink, evCmd, evTracker)
 	for {
-		switch ev := in.mb.next(want, false); ev.kind {
-		case evStop:
+		ev := in.mb.next(want, false)
+		switch {
+		case ev.kind == evStop:
 			return ctx.Err()
-		case evLink:
+		case ev.kind == evLink:
 			return nil
-		case evCmd:
-			ev.cmd()
-			continue
-		case evTracker:
-			in.onTracker(ev.tracker)
+		case in.whileWaiting(ev):
 			continue
 		}
 		select {
