@@ -135,27 +135,23 @@ func (mb *mailbox) posted() {
 // postPacket queues an advert; false: the queue is full or the instance
 // ended, and the caller keeps p.
 func (mb *mailbox) postPacket(p *received) bool {
-	mb.mu.Lock()
-	defer mb.mu.Unlock()
-	if mb.closed || mb.packets >= maxQueuedPackets {
-		return false
-	}
-	mb.pushPacket(p)
-	mb.posted()
-	return true
+	ok, _ := mb.queuePacket(p, false)
+	return ok
 }
 
 // postIdle queues an advert like postPacket, but does not start a
 // goroutine for an idle election: claimed, the caller now owns it and must
 // run it (runElections).
-func (mb *mailbox) postIdle(p *received) (ok, claimed bool) {
+func (mb *mailbox) postIdle(p *received) (ok, claimed bool) { return mb.queuePacket(p, true) }
+
+func (mb *mailbox) queuePacket(p *received, claimIdle bool) (ok, claimed bool) {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
 	if mb.closed || mb.packets >= maxQueuedPackets {
 		return false, false
 	}
 	mb.pushPacket(p)
-	if !mb.running && mb.spawn != nil {
+	if claimIdle && !mb.running && mb.spawn != nil {
 		mb.running = true
 		return true, true
 	}
@@ -232,13 +228,7 @@ func (mb *mailbox) claimsFull() bool {
 }
 
 func (mb *mailbox) postLeader(ls leaderState) {
-	mb.mu.Lock()
-	defer mb.mu.Unlock()
-	if mb.closed {
-		return
-	}
-	mb.leader, mb.hasLeader = ls, true
-	mb.posted()
+	mb.flag(func(mb *mailbox) { mb.leader, mb.hasLeader = ls, true })
 }
 
 // flag sets one of the events that are a flag, not a queue.

@@ -119,7 +119,7 @@ func kernelTimers(log *slog.Logger) (newTimer func(fire func()) (daemon.Timer, e
 		return nil, func() {}
 	}
 	return func(fire func()) (daemon.Timer, error) {
-		t, err := g.NewFunc(fire)
+		t, err := g.New(fire)
 		if err != nil {
 			return nil, err // not a typed nil in the interface
 		}

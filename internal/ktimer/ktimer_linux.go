@@ -113,16 +113,7 @@ func (g *Group) expire(now time.Time) bool {
 	for len(g.queue) > 0 && !g.queue[0].due.After(now) {
 		t := g.queue[0]
 		g.remove(t)
-		if t.fire != nil {
-			t.fire()
-			continue
-		}
-		// Without blocking: a value the receiver has not taken yet
-		// already tells it to look at its deadlines.
-		select {
-		case t.c <- now:
-		default:
-		}
+		t.fire()
 	}
 	// The timerfd is one-shot: once expired it is disarmed, so arm starts
 	// from nothing (and makes no call when no timer is left). Woken before
@@ -157,20 +148,10 @@ func (g *Group) arm(now time.Time) {
 
 var errClosed = errors.New("ktimer: group closed")
 
-// New returns a stopped timer of the group. Close releases it.
-func (g *Group) New() (*Timer, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
-		return nil, errClosed
-	}
-	return &Timer{g: g, c: make(chan time.Time, 1), index: -1}, nil
-}
-
-// NewFunc returns a stopped timer of the group that calls fire at each
+// New returns a stopped timer of the group that calls fire at each
 // expiry, on the group's goroutine with the group locked: fire must not
-// block, nor use a timer of the group. It has no channel.
-func (g *Group) NewFunc(fire func()) (*Timer, error) {
+// block, nor use a timer of the group. Close releases it.
+func (g *Group) New(fire func()) (*Timer, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
@@ -179,21 +160,17 @@ func (g *Group) NewFunc(fire func()) (*Timer, error) {
 	return &Timer{g: g, fire: fire, index: -1}, nil
 }
 
-// Timer is a one-shot timer. Its channel receives the time of each expiry;
-// a Reset or Stop does not take back an expiry already sent, so a receiver
-// checks whether the deadline it wanted has come. Reset and Stop are called
-// from one goroutine at a time.
+// Timer is a one-shot timer calling its function at each expiry; a Reset
+// or Stop does not take back a call already made, so the function's owner
+// checks whether the deadline it wanted has come. Reset and Stop are
+// called from one goroutine at a time.
 type Timer struct {
 	g      *Group
-	c      chan time.Time
-	fire   func() // in place of c (NewFunc)
+	fire   func()
 	due    time.Time
 	index  int // in the group's queue; -1: not armed
 	closed bool
 }
-
-// C is the channel expiries are sent on.
-func (t *Timer) C() <-chan time.Time { return t.c }
 
 // Reset arms the timer to expire after d (at once for d <= 0).
 func (t *Timer) Reset(d time.Duration) {

@@ -8,6 +8,28 @@ import (
 	"time"
 )
 
+// chanTimer is a Timer whose calls send on a channel, as a caller that
+// waits for the time would have it.
+type chanTimer struct {
+	*Timer
+	c chan time.Time
+}
+
+func (c chanTimer) C() <-chan time.Time { return c.c }
+
+// newChanTimer makes a chanTimer of g. A value not yet taken already says
+// the timer fired: a call finding the channel full sends nothing.
+func newChanTimer(g *Group) (chanTimer, error) {
+	c := make(chan time.Time, 1)
+	t, err := g.New(func() {
+		select {
+		case c <- time.Now():
+		default:
+		}
+	})
+	return chanTimer{t, c}, err
+}
+
 // newGroup is a group closed at the end of the test.
 func newGroup(t *testing.T) *Group {
 	t.Helper()
@@ -20,7 +42,7 @@ func newGroup(t *testing.T) *Group {
 }
 
 func TestTimerFiresAfterItsDelay(t *testing.T) {
-	tm, err := newGroup(t).New()
+	tm, err := newChanTimer(newGroup(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,41 +59,8 @@ func TestTimerFiresAfterItsDelay(t *testing.T) {
 	}
 }
 
-// A timer made with NewFunc calls its function at each expiry, and not
-// once stopped.
-func TestFuncTimerCallsAtEachExpiry(t *testing.T) {
-	fired := make(chan time.Time, 4)
-	tm, err := newGroup(t).NewFunc(func() { fired <- time.Now() })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tm.Close()
-	if tm.C() != nil {
-		t.Error("a timer calling a function has a channel")
-	}
-	for range 2 {
-		start := time.Now()
-		tm.Reset(20 * time.Millisecond)
-		select {
-		case at := <-fired:
-			if at.Sub(start) < 20*time.Millisecond {
-				t.Errorf("called after %v, before its 20ms", at.Sub(start))
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("not called")
-		}
-	}
-	tm.Reset(20 * time.Millisecond)
-	tm.Stop()
-	select {
-	case <-fired:
-		t.Fatal("a stopped timer called its function")
-	case <-time.After(100 * time.Millisecond):
-	}
-}
-
 func TestStopAndResetLater(t *testing.T) {
-	tm, err := newGroup(t).New()
+	tm, err := newChanTimer(newGroup(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +86,7 @@ func TestStopAndResetLater(t *testing.T) {
 }
 
 func TestZeroResetFiresAtOnce(t *testing.T) {
-	tm, err := newGroup(t).New()
+	tm, err := newChanTimer(newGroup(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +100,7 @@ func TestZeroResetFiresAtOnce(t *testing.T) {
 }
 
 func TestCloseEndsTheTimer(t *testing.T) {
-	tm, err := newGroup(t).New()
+	tm, err := newChanTimer(newGroup(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +116,7 @@ func TestCloseEndsTheTimer(t *testing.T) {
 // Each expiry wakes the waiter again: the timerfd is never read, and the
 // poller's edge of the next expiry does it.
 func TestTimerFiresAgainAfterEachExpiry(t *testing.T) {
-	tm, err := newGroup(t).New()
+	tm, err := newChanTimer(newGroup(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +145,7 @@ func TestTimerFiresAgainAfterEachExpiry(t *testing.T) {
 // A Master moves its timer at every advert: moving it allocates nothing,
 // or each advert would be garbage for the collector to wake for.
 func TestResetAndStopAllocateNothing(t *testing.T) {
-	tm, err := newGroup(t).New()
+	tm, err := newChanTimer(newGroup(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,9 +164,9 @@ func TestGroupTimersFireIndependently(t *testing.T) {
 	g := newGroup(t)
 	before := runtime.NumGoroutine()
 	const n = 50
-	timers := make([]*Timer, n)
+	timers := make([]chanTimer, n)
 	for i := range timers {
-		tm, err := g.New()
+		tm, err := newChanTimer(g)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +207,7 @@ func TestGroupTimersFireIndependently(t *testing.T) {
 // own expiries.
 func TestGroupClosedTimerHearsNothing(t *testing.T) {
 	g := newGroup(t)
-	old, err := g.New()
+	old, err := newChanTimer(g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +217,7 @@ func TestGroupClosedTimerHearsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	drainNow(old.C()) // an expiry sent before Close
-	fresh, err := g.New()
+	fresh, err := newChanTimer(g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,12 +261,12 @@ func drainNow(c <-chan time.Time) {
 // tells the receiver to look at its deadlines), and the group goes on.
 func TestGroupBusyReceiverBlocksNobody(t *testing.T) {
 	g := newGroup(t)
-	busy, err := g.New()
+	busy, err := newChanTimer(g)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer busy.Close()
-	other, err := g.New()
+	other, err := newChanTimer(g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +297,7 @@ func TestGroupCloseEndsTheWaiter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tm, err := g.New()
+	tm, err := newChanTimer(g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +308,7 @@ func TestGroupCloseEndsTheWaiter(t *testing.T) {
 	if err := g.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if _, err := g.New(); err == nil {
+	if _, err := newChanTimer(g); err == nil {
 		t.Error("a closed group made a timer")
 	}
 	if err := tm.Close(); err != nil {
@@ -344,9 +333,9 @@ func TestGroupCloseEndsTheWaiter(t *testing.T) {
 func TestGroupManyExpiriesAtOnce(t *testing.T) {
 	g := newGroup(t)
 	const n = 200
-	timers := make([]*Timer, n)
+	timers := make([]chanTimer, n)
 	for i := range timers {
-		tm, err := g.New()
+		tm, err := newChanTimer(g)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -370,7 +359,7 @@ func TestGroupHoldsOneDescriptor(t *testing.T) {
 	before := openFDs(t)
 	g := newGroup(t)
 	for range 64 {
-		tm, err := g.New()
+		tm, err := newChanTimer(g)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -387,12 +376,12 @@ func TestGroupHoldsOneDescriptor(t *testing.T) {
 // advert timer while another's comes first, makes no system call.
 func TestResetKeepingTheEarliestMakesNoSystemCall(t *testing.T) {
 	g := newGroup(t)
-	first, err := g.New()
+	first, err := newChanTimer(g)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer first.Close()
-	later, err := g.New()
+	later, err := newChanTimer(g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +419,7 @@ func TestGroupLosesNoExpiry(t *testing.T) {
 	const timers, rounds = 16, 100
 	errs := make(chan error, timers)
 	for i := range timers {
-		tm, err := g.New()
+		tm, err := newChanTimer(g)
 		if err != nil {
 			t.Fatal(err)
 		}
