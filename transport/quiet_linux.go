@@ -23,6 +23,11 @@ type quietSocket struct {
 	since time.Time // when the queue was last emptied
 	// capacity is the receive buffer the kernel granted.
 	capacity int
+	// mayRefuse: the kernel checks each datagram's checksum as it hands
+	// it over (IPv6, rawv6_recvmsg) and may end a batch at one it refuses
+	// with others behind it. An IPv4 raw socket hands over whatever is
+	// queued, so there a short batch is an empty queue.
+	mayRefuse bool
 }
 
 // oobLen holds one SCM_TIMESTAMPNS control message.
@@ -222,7 +227,7 @@ func openQuiet(fam quietFamily, ifi *net.Interface, unicast bool) (*quietSocket,
 	}
 	// since starts now: a wall clock stepped before the first read must
 	// not age what waits there.
-	q := &quietSocket{fd: fd, batch: batch, since: time.Now(), capacity: granted}
+	q := &quietSocket{fd: fd, batch: batch, since: time.Now(), capacity: granted, mayRefuse: fam == quiet6}
 	// Whatever arrived before the filter was set.
 	for {
 		if _, errno := q.batch.recv(uintptr(fd)); errno != 0 {
@@ -268,8 +273,9 @@ func (c *ipv6Conn) ReadQuiet(fn func(payload []byte, info PacketInfo, at time.Ti
 // read hands each datagram waiting to each, its batch index and when the
 // batch was read, until the queue is empty. A kernel that checks an IPv6
 // checksum as it hands a datagram over ends a call at one that fails, with
-// others behind it (see ipv6Conn.Receive), so a short batch looks at the
-// head of the queue before it stops.
+// others behind it (see ipv6Conn.Receive), so there a short batch looks at
+// the head of the queue before it stops; an IPv4 Backup's wake-up spares
+// that system call.
 func (q *quietSocket) read(each func(q *quietSocket, i int, now time.Time)) error {
 	start := time.Now()
 	defer func() { q.since = start }()
@@ -278,7 +284,7 @@ func (q *quietSocket) read(each func(q *quietSocket, i int, now time.Time)) erro
 		switch errno {
 		case 0:
 		case unix.EAGAIN:
-			if queued(uintptr(q.fd)) > 0 {
+			if q.mayRefuse && queued(uintptr(q.fd)) > 0 {
 				continue // a refused checksum ended the call, not an empty queue
 			}
 			return nil
@@ -289,7 +295,7 @@ func (q *quietSocket) read(each func(q *quietSocket, i int, now time.Time)) erro
 		for i := range n {
 			each(q, i, now)
 		}
-		if n < len(q.batch.hdrs) && queued(uintptr(q.fd)) == 0 {
+		if n < len(q.batch.hdrs) && (!q.mayRefuse || queued(uintptr(q.fd)) == 0) {
 			return nil
 		}
 	}
