@@ -289,7 +289,28 @@ func longestWords(ps []QuietPattern) int {
 // the kernel's limit are left out (their adverts are read at once), and
 // so are patterns that cannot be one.
 func (f quietFamily) quietPrograms(patterns []QuietPattern) (main, quiet []bpf.Instruction, used int) {
-	var ps []QuietPattern
+	ps := f.quietFit(patterns)
+	return f.mainProgram(ps), f.quietOnly(ps), len(ps)
+}
+
+// mainProgram is the main socket's filter for ps, which fit (quietFit):
+// it keeps what matches none of them.
+func (f quietFamily) mainProgram(ps []QuietPattern) []bpf.Instruction {
+	return f.quietProgram(ps, bpf.RetConstant{Val: 0}, bpf.RetConstant{Val: keepDatagram})
+}
+
+// quietOnly is the quiet socket's filter for ps, which fit (quietFit): it
+// keeps what matches one of them.
+func (f quietFamily) quietOnly(ps []QuietPattern) []bpf.Instruction {
+	return f.quietProgram(ps, bpf.RetConstant{Val: keepDatagram}, bpf.RetConstant{Val: 0})
+}
+
+// quietFit returns the patterns of patterns that go into one program, in
+// order: those that can be a pattern, up to the kernel's limit. It counts
+// the instructions quietProgram would write without writing them: a burst
+// of changes (255 groups taking over at a cut) sizes a program for each.
+func (f quietFamily) quietFit(patterns []QuietPattern) []QuietPattern {
+	ps := make([]QuietPattern, 0, len(patterns))
 	// The head as long as it can be, and the dispatch's "no match".
 	size := len(f.quietHead(bpf.RetConstant{}, f.maxPayload()/4)) + 1
 	word0s := map[uint32]bool{}
@@ -297,7 +318,7 @@ func (f quietFamily) quietPrograms(patterns []QuietPattern) (main, quiet []bpf.I
 		if !f.quietable(p) {
 			continue
 		}
-		n := len(f.quietBlock(nil, p, bpf.RetConstant{}))
+		n := f.blockLen(p)
 		w := binary.BigEndian.Uint32(p.Payload)
 		if !word0s[w] {
 			n += 3 // its dispatch entry and its block's "no match"
@@ -309,9 +330,14 @@ func (f quietFamily) quietPrograms(patterns []QuietPattern) (main, quiet []bpf.I
 		word0s[w] = true
 		ps = append(ps, p)
 	}
-	main = f.quietProgram(ps, bpf.RetConstant{Val: 0}, bpf.RetConstant{Val: keepDatagram})
-	quiet = f.quietProgram(ps, bpf.RetConstant{Val: keepDatagram}, bpf.RetConstant{Val: 0})
-	return main, quiet, len(ps)
+	return ps
+}
+
+// blockLen is the length of p's block (quietBlock): a load and a jump per
+// check (each word of the source, the length, each word of the payload
+// after the first), then the match.
+func (f quietFamily) blockLen(p QuietPattern) int {
+	return 2*(f.srcWords()+1+len(p.Payload)/4-1) + 1
 }
 
 // arrivalAge is how long ago a datagram arrived, from its kernel time stamp

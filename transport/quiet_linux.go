@@ -45,6 +45,9 @@ type quietFilters struct {
 	rc      syscall.RawConn // the main socket
 	sock    *quietSocket
 	applied []QuietPattern
+	// appliedMain and appliedQuiet are the programs of applied, kept for
+	// the next change to fall back on (nil: not built yet).
+	appliedMain, appliedQuiet []bpf.RawInstruction
 }
 
 // SetQuiet implements Quieter.
@@ -61,7 +64,7 @@ func (f *quietFilters) set(patterns []QuietPattern) (int, error) {
 	}
 	n := min(len(patterns), f.sock.capacity/quietBytesPerPattern)
 	// And no more than one classic BPF program holds (BPF_MAXINSNS).
-	_, _, n = f.fam.quietPrograms(patterns[:n])
+	n = len(f.fam.quietFit(patterns[:n]))
 	for {
 		err := f.apply(patterns[:n])
 		if err == nil {
@@ -92,29 +95,32 @@ func (f *quietFilters) apply(ps []QuietPattern) error {
 			union = append(union, p)
 		}
 	}
-	_, quietUnion, used := f.fam.quietPrograms(union)
-	if used < len(union) {
+	if len(f.fam.quietFit(union)) < len(union) {
 		// Old and new together do not fit one program: remove, then add.
 		if err := f.apply(kept); err != nil {
 			return err
 		}
 		return f.apply(ps)
 	}
-	mainNew, quietNew, _ := f.fam.quietPrograms(ps)
-	mainOld, quietOld, _ := f.fam.quietPrograms(f.applied)
-	if err := f.sock.setFilter(assemble(quietUnion)); err != nil {
+	if f.appliedMain == nil {
+		f.appliedMain, f.appliedQuiet = assemble(f.fam.mainProgram(f.applied)), assemble(f.fam.quietOnly(f.applied))
+	}
+	quietUnion := assemble(f.fam.quietOnly(union))
+	mainNew, quietNew := assemble(f.fam.mainProgram(ps)), assemble(f.fam.quietOnly(ps))
+	if err := f.sock.setFilter(quietUnion); err != nil {
 		return err
 	}
-	if err := attachFilter(f.rc, assemble(mainNew)); err != nil {
-		f.sock.setFilter(assemble(quietOld))
+	if err := attachFilter(f.rc, mainNew); err != nil {
+		f.sock.setFilter(f.appliedQuiet)
 		return err
 	}
-	if err := f.sock.setFilter(assemble(quietNew)); err != nil {
-		attachFilter(f.rc, assemble(mainOld))
-		f.sock.setFilter(assemble(quietOld))
+	if err := f.sock.setFilter(quietNew); err != nil {
+		attachFilter(f.rc, f.appliedMain)
+		f.sock.setFilter(f.appliedQuiet)
 		return err
 	}
 	f.applied = slices.Clone(ps)
+	f.appliedMain, f.appliedQuiet = mainNew, quietNew
 	return nil
 }
 

@@ -31,6 +31,16 @@ func testAdvert(vrid, prio uint8, vips int, salt byte) []byte {
 	return b
 }
 
+// testAdvert6 is testAdvert over IPv6: vips addresses of 16 bytes.
+func testAdvert6(vrid, prio uint8, vips int) []byte {
+	b := []byte{0x31, vrid, prio, byte(vips), 0, 100, 0, vrid}
+	for i := range vips {
+		a := [16]byte{0x20, 0x01, 0x0d, 0xb8, 15: byte(10 + i)}
+		b = append(b, a[:]...)
+	}
+	return b
+}
+
 func runFilter(t *testing.T, prog []bpf.Instruction, pkt []byte) int {
 	t.Helper()
 	vm, err := bpf.NewVM(prog)
@@ -142,5 +152,48 @@ func TestQuietProgramsHoldAllGroups(t *testing.T) {
 				t.Errorf("the last pattern used is not set aside")
 			}
 		})
+	}
+}
+
+// quietFit counts each pattern's block without writing it: the count must
+// be what quietBlock writes, or a full program would pass the kernel's
+// limit (and be refused) or stop short of it.
+func TestQuietFitCountsWhatQuietProgramWrites(t *testing.T) {
+	for _, c := range []struct {
+		fam quietFamily
+		src netip.Addr
+	}{{quiet4, netip.MustParseAddr("198.51.100.1")}, {quiet6, netip.MustParseAddr("fe80::1")}} {
+		for vips := 1; vips <= 20; vips++ {
+			p := QuietPattern{Src: c.src, Payload: testAdvert(7, 100, vips, 0)}
+			if c.fam == quiet6 {
+				p.Payload = testAdvert6(7, 100, vips)
+			}
+			if !c.fam.quietable(p) {
+				continue
+			}
+			if got, want := c.fam.blockLen(p), len(c.fam.quietBlock(nil, p, bpf.RetConstant{})); got != want {
+				t.Errorf("%v, %d-byte advert: counted %d instructions, quietBlock writes %d", c.src, len(p.Payload), got, want)
+			}
+		}
+		// Filled to the limit: the program holds what quietFit let in,
+		// within the limit, and one pattern more would not have fitted.
+		var ps []QuietPattern
+		for vrid := 1; vrid <= 255; vrid++ {
+			// The largest advert each family sets aside.
+			p := QuietPattern{Src: c.src, Payload: testAdvert(uint8(vrid), 100, 12, 0)}
+			if c.fam == quiet6 {
+				p.Payload = testAdvert6(uint8(vrid), 100, 2)
+			}
+			ps = append(ps, p)
+		}
+		fit := c.fam.quietFit(ps)
+		if len(fit) == 0 || len(fit) == len(ps) {
+			t.Fatalf("%v: %d of %d patterns fit; the test wants the limit reached", c.src, len(fit), len(ps))
+		}
+		// quietFit sizes the head for the longest payload there can be.
+		room := bpfMaxInsns - (len(c.fam.quietHead(bpf.RetConstant{}, c.fam.maxPayload()/4)) - len(c.fam.quietHead(bpf.RetConstant{}, longestWords(fit))))
+		if n := len(c.fam.mainProgram(fit)); n > room || n+c.fam.blockLen(ps[len(fit)])+3 <= room {
+			t.Errorf("%v: %d patterns in %d instructions, room for %d", c.src, len(fit), n, room)
+		}
 	}
 }
