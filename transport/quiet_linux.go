@@ -84,7 +84,11 @@ func (f *quietFilters) set(patterns []QuietPattern) (int, error) {
 // adverts of ps and of the patterns it kept so far, then the main socket
 // drops those of ps, then the quiet socket keeps only those of ps: an
 // advert may be queued twice meanwhile, never in neither. A failure leaves
-// the filters as they were.
+// the filters as they were. A change that only removes patterns (groups
+// that turned Master) or only adds them (groups turning steady) skips the
+// step that would attach the quiet program it already has: each attach
+// checks and compiles a program of every pattern of the socket in the
+// kernel, and bursts of such changes are what a cut or a start-up makes.
 func (f *quietFilters) apply(ps []QuietPattern) error {
 	union := slices.Clone(f.applied)
 	var kept []QuietPattern // in both
@@ -105,19 +109,26 @@ func (f *quietFilters) apply(ps []QuietPattern) error {
 	if f.appliedMain == nil {
 		f.appliedMain, f.appliedQuiet = assemble(f.fam.mainProgram(f.applied)), assemble(f.fam.quietOnly(f.applied))
 	}
-	quietUnion := assemble(f.fam.quietOnly(union))
-	mainNew, quietNew := assemble(f.fam.mainProgram(ps)), assemble(f.fam.quietOnly(ps))
-	if err := f.sock.setFilter(quietUnion); err != nil {
-		return err
+	quietUnion := f.appliedQuiet // keeps union when nothing is added
+	if len(union) > len(f.applied) {
+		quietUnion = assemble(f.fam.quietOnly(union))
+		if err := f.sock.setFilter(quietUnion); err != nil {
+			return err
+		}
 	}
+	mainNew := assemble(f.fam.mainProgram(ps))
 	if err := attachFilter(f.rc, mainNew); err != nil {
 		f.sock.setFilter(f.appliedQuiet)
 		return err
 	}
-	if err := f.sock.setFilter(quietNew); err != nil {
-		attachFilter(f.rc, f.appliedMain)
-		f.sock.setFilter(f.appliedQuiet)
-		return err
+	quietNew := quietUnion // keeps ps when nothing is removed
+	if len(kept) < len(f.applied) {
+		quietNew = assemble(f.fam.quietOnly(ps))
+		if err := f.sock.setFilter(quietNew); err != nil {
+			attachFilter(f.rc, f.appliedMain)
+			f.sock.setFilter(f.appliedQuiet)
+			return err
+		}
 	}
 	f.applied = slices.Clone(ps)
 	f.appliedMain, f.appliedQuiet = mainNew, quietNew

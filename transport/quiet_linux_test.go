@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -197,6 +198,70 @@ func TestArrivalNeverAgesPastTheLastRead(t *testing.T) {
 	} {
 		if got := arrivalAge(c.age, c.span, c.wallSpan); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// A change that only removes patterns, one that only adds, and one that
+// does both each leave aside exactly the adverts of the patterns asked for
+// (a change of one kind skips attaching the quiet program it already has).
+func TestQuietChangesOfEachKind(t *testing.T) {
+	l := newLab(t, 2)
+	a, b := listenOn(t, l, 1, false), listenOn(t, l, 2, false)
+	q := b.(Quieter)
+	src := l.NodeAddr(1)
+	adverts := map[uint8][]byte{}
+	pattern := func(vrid uint8) QuietPattern {
+		if adverts[vrid] == nil {
+			adverts[vrid] = encodeAdvert(t, src, vrrp.GroupIPv4, vrid, 100)
+		}
+		return QuietPattern{Src: src, Payload: adverts[vrid]}
+	}
+	for _, step := range []struct {
+		name  string
+		aside []uint8
+	}{
+		{"first set", []uint8{1, 2, 3}},
+		{"one removed", []uint8{1, 3}},
+		{"one added", []uint8{1, 3, 4}},
+		{"one removed, one added", []uint8{3, 4, 5}},
+		{"the same again", []uint8{3, 4, 5}},
+		{"all removed", nil},
+	} {
+		var ps []QuietPattern
+		for _, v := range step.aside {
+			ps = append(ps, pattern(v))
+		}
+		if n, err := q.SetQuiet(ps); err != nil || n != len(ps) {
+			t.Fatalf("%s: SetQuiet: %d, %v", step.name, n, err)
+		}
+		for vrid := uint8(1); vrid <= 5; vrid++ {
+			if err := a.WriteTo(pattern(vrid).Payload, vrrp.GroupIPv4); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// What is not set aside comes to ReadFrom, once each.
+		loud := map[uint8]int{}
+		for range 5 - len(step.aside) {
+			got, _, err := readOne(t, b)
+			if err != nil {
+				t.Fatalf("%s: %v (read at once so far: %v)", step.name, err, loud)
+			}
+			loud[got[1]]++
+		}
+		b.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		if got, _, err := b.ReadFrom(make([]byte, 1500)); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("%s: an advert more read at once: VRID %d, %v", step.name, got, err)
+		}
+		aside := map[uint8]int{}
+		if err := q.ReadQuiet(func(p []byte, _ PacketInfo, _ time.Time) { aside[p[1]]++ }); err != nil {
+			t.Fatal(err)
+		}
+		for vrid := uint8(1); vrid <= 5; vrid++ {
+			want := slices.Contains(step.aside, vrid)
+			if (aside[vrid] == 1) != want || (loud[vrid] == 1) == want || aside[vrid]+loud[vrid] != 1 {
+				t.Errorf("%s: VRID %d set aside %d times and read at once %d times; want it aside: %v", step.name, vrid, aside[vrid], loud[vrid], want)
+			}
 		}
 	}
 }
