@@ -122,7 +122,7 @@ func (f *quietFilters) apply(ps []QuietPattern) error {
 		return err
 	}
 	quietNew := quietUnion // keeps ps when nothing is removed
-	if len(kept) < len(f.applied) {
+	if slices.ContainsFunc(f.applied, func(a QuietPattern) bool { return !slices.ContainsFunc(ps, a.equal) }) {
 		quietNew = assemble(f.fam.quietOnly(ps))
 		if err := f.sock.setFilter(quietNew); err != nil {
 			attachFilter(f.rc, f.appliedMain)

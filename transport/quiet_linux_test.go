@@ -220,17 +220,22 @@ func TestQuietChangesOfEachKind(t *testing.T) {
 	for _, step := range []struct {
 		name  string
 		aside []uint8
+		twice bool // the first pattern given again at the end
 	}{
-		{"first set", []uint8{1, 2, 3}},
-		{"one removed", []uint8{1, 3}},
-		{"one added", []uint8{1, 3, 4}},
-		{"one removed, one added", []uint8{3, 4, 5}},
-		{"the same again", []uint8{3, 4, 5}},
-		{"all removed", nil},
+		{"first set", []uint8{1, 2, 3}, false},
+		{"one removed", []uint8{1, 3}, false},
+		{"one added", []uint8{1, 3, 4}, false},
+		{"one removed, one added", []uint8{3, 4, 5}, false},
+		{"the same again", []uint8{3, 4, 5}, false},
+		{"one removed, one given twice", []uint8{3, 4}, true},
+		{"all removed", nil, false},
 	} {
 		var ps []QuietPattern
 		for _, v := range step.aside {
 			ps = append(ps, pattern(v))
+		}
+		if step.twice {
+			ps = append(ps, ps[0])
 		}
 		if n, err := q.SetQuiet(ps); err != nil || n != len(ps) {
 			t.Fatalf("%s: SetQuiet: %d, %v", step.name, n, err)
