@@ -607,6 +607,60 @@ func TestFrozenMasterYields(t *testing.T) {
 	}
 }
 
+// Both Backups may take over while the Master is frozen (the lab's VM
+// stalled a 10 ms group's Master for 32 ms): the lower one yields to the
+// higher a moment later. Its adverts in between must not make the old
+// Master forget whom it yielded to, and preempt that router after all.
+func TestFrozenMasterYieldsDespiteALowerTakeover(t *testing.T) {
+	m, clk := masterMachine(t, testConfig(150, "198.51.100.11"))
+	clk.advance(10 * time.Second)
+	m.TimerFired(TimerAdvert, nil)
+	clk.advance(200 * time.Millisecond)
+	m.ReceiveAdvert(mustAddr("198.51.100.12"), TTL, advert(100, time.Second), nil)
+	if s, _ := m.State(); s != StateBackup {
+		t.Fatalf("state %v after the advert of the router that took over, want BACKUP", s)
+	}
+	// The third router, which took over too, before it yields to .12.
+	clk.advance(time.Millisecond)
+	m.ReceiveAdvert(mustAddr("198.51.100.13"), TTL, advert(50, time.Second), nil)
+	for range 10 {
+		clk.advance(time.Second)
+		m.ReceiveAdvert(mustAddr("198.51.100.12"), TTL, advert(100, time.Second), nil)
+	}
+	if s, _ := m.State(); s != StateBackup {
+		t.Fatalf("state %v, want BACKUP", s)
+	}
+	if due := m.deadline[TimerMasterDown]; due.Sub(clk.now) != m.MasterDownInterval() {
+		t.Errorf("the adverts of the router it yielded to are not accepted: it preempts it after a lower router's advert")
+	}
+}
+
+// A router above the one it yielded to becomes Master: that is a new
+// Master, and the usual rules apply to it.
+func TestFrozenMasterPreemptsANewMaster(t *testing.T) {
+	m, clk := masterMachine(t, testConfig(150, "198.51.100.11"))
+	clk.advance(10 * time.Second)
+	m.TimerFired(TimerAdvert, nil)
+	clk.advance(200 * time.Millisecond)
+	m.ReceiveAdvert(mustAddr("198.51.100.12"), TTL, advert(100, time.Second), nil)
+	// .14 advertises every second; the machine's own timer fires when due.
+	next := clk.now.Add(time.Second)
+	for end := clk.now.Add(10 * time.Second); clk.now.Before(end); {
+		if due := m.deadline[TimerMasterDown]; !due.IsZero() && !due.After(next) {
+			clk.now = due
+			m.TimerFired(TimerMasterDown, nil)
+			if s, _ := m.State(); s == StateMaster {
+				return
+			}
+			continue
+		}
+		clk.now = next
+		m.ReceiveAdvert(mustAddr("198.51.100.14"), TTL, advert(120, time.Second), nil)
+		next = next.Add(time.Second)
+	}
+	t.Errorf("it never preempted the new Master of lower priority")
+}
+
 func TestSilentWhileFrozen(t *testing.T) {
 	m, clk := masterMachine(t, testConfig(150, "198.51.100.11"))
 	if m.Silent() {

@@ -156,8 +156,12 @@ func (m *Machine) backupReceive(out []Action, now time.Time, adv MasterInfo) []A
 	}
 	out = m.checkDownTimer(out, now, adv)
 	m.released = false
-	if m.yieldedTo.IsValid() && adv.Addr != m.yieldedTo {
-		m.yieldedTo = netip.Addr{} // another router is Master now
+	if m.yieldedTo.IsValid() && adv.Addr != m.yieldedTo && (adv.Priority > m.yieldedPrio ||
+		adv.Priority == m.yieldedPrio && adv.Addr.Compare(m.yieldedTo) > 0) {
+		// A router above the one we yielded to is Master now. One below
+		// it (a Backup that took over too while we were frozen) yields to
+		// it in turn, and must not make us preempt it after all.
+		m.yieldedTo = netip.Addr{}
 	}
 	lower := m.cfg.Preempt && adv.Priority < m.prio && adv.Addr != m.yieldedTo
 	if !lower {
@@ -238,7 +242,7 @@ func (m *Machine) masterReceive(out []Action, now time.Time, adv MasterInfo) []A
 			return out
 		}
 		m.probation = false
-		m.yieldedTo = adv.Addr
+		m.yieldedTo, m.yieldedPrio = adv.Addr, adv.Priority
 		cause := fmt.Sprintf("our timers fired %v late (process or VM frozen?) and %v took over meanwhile: yielding to it",
 			roundCause(m.frozenFor), adv.Addr)
 		return m.enterBackupFrom(out, adv, ReasonFrozen, cause, false)
