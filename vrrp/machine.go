@@ -36,12 +36,13 @@ type Machine struct {
 	// A Master whose timers fired late (the process or VM was frozen) stays
 	// silent for one advert interval: if another router took over while it
 	// was frozen, it yields instead of fighting, and does not preempt that
-	// router afterwards (yieldedTo, at yieldedPrio: until a router above
-	// it becomes Master).
+	// router afterwards (yieldedTo, at yieldedPrio, since yieldedAt: until
+	// a router above it becomes Master).
 	probation   bool
 	frozenFor   time.Duration
 	yieldedTo   netip.Addr
 	yieldedPrio uint8
+	yieldedAt   time.Time
 	// A Backup whose Master_Down_Timer fired late listens once more before
 	// it takes over: adverts queued while it was frozen may still arrive.
 	recheck bool

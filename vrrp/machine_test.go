@@ -635,14 +635,42 @@ func TestFrozenMasterYieldsDespiteALowerTakeover(t *testing.T) {
 	}
 }
 
-// A router above the one it yielded to becomes Master: that is a new
-// Master, and the usual rules apply to it.
+// The lower of the routers that took over is heard first: the frozen
+// Master yields to it, then follows the one it yields to, without
+// preempting either.
+func TestFrozenMasterFollowsTheRaceItYieldedTo(t *testing.T) {
+	m, clk := masterMachine(t, testConfig(150, "198.51.100.11"))
+	clk.advance(10 * time.Second)
+	m.TimerFired(TimerAdvert, nil)
+	clk.advance(200 * time.Millisecond)
+	m.ReceiveAdvert(mustAddr("198.51.100.13"), TTL, advert(50, time.Second), nil)
+	if s, _ := m.State(); s != StateBackup {
+		t.Fatalf("state %v after the first advert, want BACKUP", s)
+	}
+	for range 10 {
+		clk.advance(time.Second)
+		m.ReceiveAdvert(mustAddr("198.51.100.12"), TTL, advert(100, time.Second), nil)
+	}
+	if s, _ := m.State(); s != StateBackup {
+		t.Fatalf("state %v, want BACKUP", s)
+	}
+	if due := m.deadline[TimerMasterDown]; due.Sub(clk.now) != m.MasterDownInterval() {
+		t.Errorf("the adverts of the winner of the race are not accepted")
+	}
+}
+
+// A router above the one it yielded to becomes Master once that race is
+// over: that is a new Master, and the usual rules apply to it.
 func TestFrozenMasterPreemptsANewMaster(t *testing.T) {
 	m, clk := masterMachine(t, testConfig(150, "198.51.100.11"))
 	clk.advance(10 * time.Second)
 	m.TimerFired(TimerAdvert, nil)
 	clk.advance(200 * time.Millisecond)
 	m.ReceiveAdvert(mustAddr("198.51.100.12"), TTL, advert(100, time.Second), nil)
+	for range 5 {
+		clk.advance(time.Second)
+		m.ReceiveAdvert(mustAddr("198.51.100.12"), TTL, advert(100, time.Second), nil)
+	}
 	// .14 advertises every second; the machine's own timer fires when due.
 	next := clk.now.Add(time.Second)
 	for end := clk.now.Add(10 * time.Second); clk.now.Before(end); {

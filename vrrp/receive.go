@@ -158,11 +158,17 @@ func (m *Machine) backupReceive(out []Action, now time.Time, adv MasterInfo) []A
 	m.released = false
 	if m.yieldedTo.IsValid() && adv.Addr != m.yieldedTo && (adv.Priority > m.yieldedPrio ||
 		adv.Priority == m.yieldedPrio && adv.Addr.Compare(m.yieldedTo) > 0) {
-		// A router above the one we yielded to is Master now. One below
-		// it (a Backup that took over too while we were frozen) yields to
-		// it in turn, and must not make us preempt it after all.
-		m.yieldedTo = netip.Addr{}
+		if now.Sub(m.yieldedAt) < m.MasterDownInterval() {
+			// Every Backup may have taken over while we were frozen, and
+			// the one we heard first yields to this one: follow the
+			// winner of that race, not preempt it.
+			m.yieldedTo, m.yieldedPrio = adv.Addr, adv.Priority
+		} else {
+			m.yieldedTo = netip.Addr{} // a router above it is Master now
+		}
 	}
+	// One below it (a Backup that took over too, about to yield to it)
+	// changes nothing.
 	lower := m.cfg.Preempt && adv.Priority < m.prio && adv.Addr != m.yieldedTo
 	if !lower {
 		m.lowerSince = time.Time{}
@@ -242,7 +248,7 @@ func (m *Machine) masterReceive(out []Action, now time.Time, adv MasterInfo) []A
 			return out
 		}
 		m.probation = false
-		m.yieldedTo, m.yieldedPrio = adv.Addr, adv.Priority
+		m.yieldedTo, m.yieldedPrio, m.yieldedAt = adv.Addr, adv.Priority, now
 		cause := fmt.Sprintf("our timers fired %v late (process or VM frozen?) and %v took over meanwhile: yielding to it",
 			roundCause(m.frozenFor), adv.Addr)
 		return m.enterBackupFrom(out, adv, ReasonFrozen, cause, false)
