@@ -608,54 +608,40 @@ func TestFrozenMasterYields(t *testing.T) {
 }
 
 // Both Backups may take over while the Master is frozen (the lab's VM
-// stalled a 10 ms group's Master for 32 ms): the lower one yields to the
-// higher a moment later. Its adverts in between must not make the old
-// Master forget whom it yielded to, and preempt that router after all.
-func TestFrozenMasterYieldsDespiteALowerTakeover(t *testing.T) {
-	m, clk := masterMachine(t, testConfig(150, "198.51.100.11"))
-	clk.advance(10 * time.Second)
-	m.TimerFired(TimerAdvert, nil)
-	clk.advance(200 * time.Millisecond)
-	m.ReceiveAdvert(mustAddr("198.51.100.12"), TTL, advert(100, time.Second), nil)
-	if s, _ := m.State(); s != StateBackup {
-		t.Fatalf("state %v after the advert of the router that took over, want BACKUP", s)
-	}
-	// The third router, which took over too, before it yields to .12.
-	clk.advance(time.Millisecond)
-	m.ReceiveAdvert(mustAddr("198.51.100.13"), TTL, advert(50, time.Second), nil)
-	for range 10 {
-		clk.advance(time.Second)
-		m.ReceiveAdvert(mustAddr("198.51.100.12"), TTL, advert(100, time.Second), nil)
-	}
-	if s, _ := m.State(); s != StateBackup {
-		t.Fatalf("state %v, want BACKUP", s)
-	}
-	if due := m.deadline[TimerMasterDown]; due.Sub(clk.now) != m.MasterDownInterval() {
-		t.Errorf("the adverts of the router it yielded to are not accepted: it preempts it after a lower router's advert")
-	}
-}
-
-// The lower of the routers that took over is heard first: the frozen
-// Master yields to it, then follows the one it yields to, without
-// preempting either.
-func TestFrozenMasterFollowsTheRaceItYieldedTo(t *testing.T) {
-	m, clk := masterMachine(t, testConfig(150, "198.51.100.11"))
-	clk.advance(10 * time.Second)
-	m.TimerFired(TimerAdvert, nil)
-	clk.advance(200 * time.Millisecond)
-	m.ReceiveAdvert(mustAddr("198.51.100.13"), TTL, advert(50, time.Second), nil)
-	if s, _ := m.State(); s != StateBackup {
-		t.Fatalf("state %v after the first advert, want BACKUP", s)
-	}
-	for range 10 {
-		clk.advance(time.Second)
-		m.ReceiveAdvert(mustAddr("198.51.100.12"), TTL, advert(100, time.Second), nil)
-	}
-	if s, _ := m.State(); s != StateBackup {
-		t.Fatalf("state %v, want BACKUP", s)
-	}
-	if due := m.deadline[TimerMasterDown]; due.Sub(clk.now) != m.MasterDownInterval() {
-		t.Errorf("the adverts of the winner of the race are not accepted")
+// stalled a 10 ms group's Master for 32 ms), and the lower one yields to
+// the higher a moment later. Whichever the old Master hears first, it
+// ends up following the higher, and an advert of the lower must not make
+// it forget whom it yielded to and preempt the winner after all.
+func TestFrozenMasterFollowsTheWinnerOfTheTakeover(t *testing.T) {
+	higher, lower := mustAddr("198.51.100.12"), mustAddr("198.51.100.13")
+	for _, c := range []struct {
+		name   string
+		first  netip.Addr
+		second netip.Addr
+	}{{"the higher heard first", higher, lower}, {"the lower heard first", lower, higher}} {
+		t.Run(c.name, func(t *testing.T) {
+			m, clk := masterMachine(t, testConfig(150, "198.51.100.11"))
+			clk.advance(10 * time.Second)
+			m.TimerFired(TimerAdvert, nil)
+			prio := map[netip.Addr]uint8{higher: 100, lower: 50}
+			for _, from := range []netip.Addr{c.first, c.second} {
+				clk.advance(time.Millisecond)
+				m.ReceiveAdvert(from, TTL, advert(prio[from], time.Second), nil)
+				if s, _ := m.State(); s != StateBackup {
+					t.Fatalf("state %v after the advert of %v, want BACKUP", s, from)
+				}
+			}
+			for range 10 {
+				clk.advance(time.Second)
+				m.ReceiveAdvert(higher, TTL, advert(100, time.Second), nil)
+			}
+			if s, _ := m.State(); s != StateBackup {
+				t.Fatalf("state %v, want BACKUP", s)
+			}
+			if due := m.deadline[TimerMasterDown]; due.Sub(clk.now) != m.MasterDownInterval() {
+				t.Errorf("the winner's adverts are not accepted: it preempts the router that won the takeover")
+			}
+		})
 	}
 }
 
