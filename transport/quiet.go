@@ -284,15 +284,6 @@ func longestWords(ps []QuietPattern) int {
 	return n
 }
 
-// quietPrograms returns the two filters for patterns: main keeps what
-// matches none, quiet keeps what matches one. Patterns that would not fit
-// the kernel's limit are left out (their adverts are read at once), and
-// so are patterns that cannot be one.
-func (f quietFamily) quietPrograms(patterns []QuietPattern) (main, quiet []bpf.Instruction, used int) {
-	ps := f.quietFit(patterns)
-	return f.mainProgram(ps), f.quietOnly(ps), len(ps)
-}
-
 // mainProgram is the main socket's filter for ps, which fit (quietFit):
 // it keeps what matches none of them.
 func (f quietFamily) mainProgram(ps []QuietPattern) []bpf.Instruction {

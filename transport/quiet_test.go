@@ -31,6 +31,15 @@ func testAdvert(vrid, prio uint8, vips int, salt byte) []byte {
 	return b
 }
 
+// quietPrograms returns the two filters a change would attach for
+// patterns: main keeps what matches none, quiet keeps what matches one.
+// Patterns that would not fit the kernel's limit are left out, and so are
+// patterns that cannot be one.
+func (f quietFamily) quietPrograms(patterns []QuietPattern) (main, quiet []bpf.Instruction, used int) {
+	ps := f.quietFit(patterns)
+	return f.mainProgram(ps), f.quietOnly(ps), len(ps)
+}
+
 // testAdvert6 is testAdvert over IPv6: vips addresses of 16 bytes.
 func testAdvert6(vrid, prio uint8, vips int) []byte {
 	b := []byte{0x31, vrid, prio, byte(vips), 0, 100, 0, vrid}
