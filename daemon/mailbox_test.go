@@ -181,3 +181,47 @@ func TestMailboxPostIdleClaims(t *testing.T) {
 		}
 	})
 }
+
+// A timer's expiry for an idle election starts no goroutine either: the
+// timer's goroutine takes the election and runs it (onTimer); a busy
+// election is signalled, one that is starting or closed is left alone.
+func TestMailboxClaimWake(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var starts atomic.Int32
+		mb := newMailbox(2, func(*received) {})
+		if mb.claimWake() {
+			t.Fatal("claimed before the election detached: its own goroutine runs it")
+		}
+		mb.detach(func() { starts.Add(1) })
+		if ev := mb.next(allKinds, true); ev.kind != evWake {
+			t.Fatalf("took %v, want the wake-up flagged while starting", ev.kind)
+		}
+		mb.next(allKinds, true) // nothing: let go
+		claimed := mb.claimWake()
+		synctest.Wait()
+		if !claimed || starts.Load() != 0 {
+			t.Fatalf("idle: claimed %v, %d goroutines started; want taken by the caller, none started", claimed, starts.Load())
+		}
+		if ev := mb.next(allKinds, true); ev.kind != evWake {
+			t.Fatalf("the claimer took %v, want the wake-up", ev.kind)
+		}
+		if mb.claimWake() {
+			t.Error("claimed an election another goroutine runs")
+		}
+		select {
+		case <-mb.signal:
+		default:
+			t.Error("the goroutine running the election was not signalled")
+		}
+		mb.next(allKinds, true)
+		mb.next(allKinds, true) // let go
+		mb.close()
+		if mb.claimWake() {
+			t.Error("claimed a closed election")
+		}
+		synctest.Wait()
+		if starts.Load() != 0 {
+			t.Errorf("%d goroutines started", starts.Load())
+		}
+	})
+}
