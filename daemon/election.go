@@ -315,13 +315,24 @@ func (in *instance) notePeerForm(src netip.Addr, adv *vrrp.Advertisement) {
 	}
 	in.pubMu.Lock()
 	defer in.pubMu.Unlock()
-	if f, ok := in.pub.checksums[src]; ok && f == form {
-		return
+	for i, pf := range in.pub.checksums {
+		if pf.addr == src {
+			in.pub.checksums[i].form = form
+			return
+		}
 	}
-	if in.pub.checksums == nil || len(in.pub.checksums) >= maxChecksumPeers {
-		in.pub.checksums = map[netip.Addr]string{}
+	if len(in.pub.checksums) >= maxChecksumPeers {
+		in.pub.checksums = in.pub.checksums[:0]
 	}
-	in.pub.checksums[src] = form
+	in.pub.checksums = append(in.pub.checksums, peerForm{src, form})
+}
+
+// peerForm is a peer's checksum form (notePeerForm). A slice of them, not
+// a map: a group hears one or two peers, and a map of one cost about 390
+// bytes a group where the slice costs 48, and a lookup at every advert.
+type peerForm struct {
+	addr netip.Addr
+	form string
 }
 
 // quickActions reports whether actions only send adverts and arm timers:

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -194,5 +195,33 @@ func TestSocketClosingDropsQuietly(t *testing.T) {
 		if got := s.unknown[vrrp.DropVRID].Load(); got != want {
 			t.Errorf("closing %v: %d unknown-VRID drops, want %d", closing, got, want)
 		}
+	}
+}
+
+// Each peer's checksum form is kept once, changed in place when the peer
+// changes it, and at most maxChecksumPeers peers are kept (a new one past
+// that starts the list again).
+func TestPeerFormsKeptPerPeer(t *testing.T) {
+	in := &instance{}
+	a, b := netip.MustParseAddr("198.51.100.12"), netip.MustParseAddr("198.51.100.13")
+	v3 := &vrrp.Advertisement{Version: vrrp.Version}
+	v2 := &vrrp.Advertisement{Version: vrrp.Version2}
+	in.notePeerForm(a, v3)
+	in.notePeerForm(b, v3)
+	in.notePeerForm(a, v3)
+	in.notePeerForm(a, v2)
+	want := []peerForm{{a, peerFormV2}, {b, v3.Checksum.String()}}
+	if !slices.Equal(in.pub.checksums, want) {
+		t.Fatalf("kept %v, want %v", in.pub.checksums, want)
+	}
+	for i := range maxChecksumPeers {
+		in.notePeerForm(netip.AddrFrom4([4]byte{203, 0, 113, byte(i)}), v3)
+	}
+	if n := len(in.pub.checksums); n > maxChecksumPeers || n == 0 {
+		t.Errorf("%d peers kept, want 1..%d", n, maxChecksumPeers)
+	}
+	last := netip.AddrFrom4([4]byte{203, 0, 113, maxChecksumPeers - 1})
+	if !slices.ContainsFunc(in.pub.checksums, func(pf peerForm) bool { return pf.addr == last }) {
+		t.Errorf("the latest peer %v not kept: %v", last, in.pub.checksums)
 	}
 }

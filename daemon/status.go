@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"fmt"
-	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -98,11 +97,11 @@ type published struct {
 	master    vrrp.MasterInfo
 	lastSent  time.Time
 	trackers  []*health.Tracker
-	conflict  announce.Claim        // the last claim of a VIP by another host
-	standDown bool                  // holding the VIPs without announcing them
-	handover  HandoverReport        // the last planned move
-	checksums map[netip.Addr]string // a peer's checksum form, or peerFormV2
-	waiting   string                // what the instance waits for before it can start
+	conflict  announce.Claim // the last claim of a VIP by another host
+	standDown bool           // holding the VIPs without announcing them
+	handover  HandoverReport // the last planned move
+	checksums []peerForm     // each peer's checksum form, or peerFormV2
+	waiting   string         // what the instance waits for before it can start
 }
 
 // warningWindow is how long a conflict or collision stays in status.
@@ -150,8 +149,11 @@ func (in *instance) status() Status {
 	in.pubMu.Lock()
 	p := in.pub
 	var checksums map[netip.Addr]string
-	if len(p.checksums) > 0 {
-		checksums = maps.Clone(p.checksums)
+	for _, pf := range p.checksums {
+		if checksums == nil {
+			checksums = make(map[netip.Addr]string, len(p.checksums))
+		}
+		checksums[pf.addr] = pf.form
 	}
 	in.pubMu.Unlock()
 	st := Status{
