@@ -11,9 +11,6 @@ import (
 // runPolicy carries out the announcement policy's actions and re-arms its
 // timer. The policy decides when; this only says how (ARP today).
 func (in *instance) runPolicy(actions []announce.Action) {
-	if !quickPolicy(actions) {
-		in.behind.handOff()
-	}
 	for _, a := range actions {
 		switch a.Kind {
 		case announce.ActAnnounce:
@@ -164,17 +161,4 @@ func (in *instance) tickPolicy(t time.Time) {
 	buf = in.policy.Tick(t, buf[:0])
 	in.runPolicy(buf)
 	in.policyActions = buf[:0]
-}
-
-// quickPolicy is quickActions for the policy's: an announcement and a
-// probe are one raw write each.
-func quickPolicy(actions []announce.Action) bool {
-	for _, a := range actions {
-		switch a.Kind {
-		case announce.ActAnnounce, announce.ActProbe:
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -107,9 +107,6 @@ const (
 // actions and does not move while they run, so one publication, first,
 // serves status and the transition hooks alike.
 func (in *instance) exec(actions []vrrp.Action) {
-	if !quickActions(actions) {
-		in.behind.handOff()
-	}
 	in.publish()
 	for _, a := range actions {
 		switch a.Kind {
@@ -333,18 +330,4 @@ func (in *instance) notePeerForm(src netip.Addr, adv *vrrp.Advertisement) {
 type peerForm struct {
 	addr netip.Addr
 	form string
-}
-
-// quickActions reports whether actions only send adverts and arm timers:
-// what a steady Master's wake-up and a set-aside advert ask, done on the
-// goroutine that others wait behind (serialRun) without handing them on.
-func quickActions(actions []vrrp.Action) bool {
-	for _, a := range actions {
-		switch a.Kind {
-		case vrrp.ActSendAdvert, vrrp.ActArmTimer, vrrp.ActStopTimer:
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -64,11 +64,8 @@ type Env struct {
 	Links Links
 	// NewTimer makes the election loop's timers, which call fire at each
 	// expiry (ktimer in the daemon: an idle process then wakes only when
-	// one expires); nil: the runtime's, whose clock tests can fake. fire
-	// runs on the goroutine that waited for the expiry, and calls handOff
-	// (when not nil) before it does anything that may take long or block,
-	// so that the other timers do not wait for it (ktimer.Group.New).
-	NewTimer func(fire func(handOff func())) (Timer, error)
+	// one expires); nil: the runtime's, whose clock tests can fake.
+	NewTimer func(fire func()) (Timer, error)
 	// ListenVRRP opens the VRRP socket of an interface.
 	ListenVRRP func(ifi *net.Interface, opts transport.Options) (transport.Conn, error)
 	// DialARP opens the gratuitous ARP sender of an interface.

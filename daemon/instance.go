@@ -85,11 +85,6 @@ type instance struct {
 	end       func(error)
 	stopWatch func() bool
 	drive     func() // the goroutine a post starts (mailbox.spawn)
-	// behind: what waits behind the goroutine running the election, while
-	// one does (steady); timerRun: onTimer's, kept here so that a wake-up
-	// allocates nothing. Only the election's goroutine touches them.
-	behind   *serialRun
-	timerRun serialRun
 
 	counters counters
 	dropMu   sync.Mutex // guards drops, collision, collisionAt
@@ -329,45 +324,21 @@ func runElections(idle []*instance) {
 	}
 }
 
-// serialRun is what waits for an election run on a goroutine that has
-// other work: runElections' list of elections still to run, or the
-// timers' waiting (onTimer).
+// serialRun is runElections' list of elections still to run.
 type serialRun struct {
 	rest   []*instance
-	timer  func() // hands the timers' waiting on to another goroutine
 	handed bool
 }
 
-// handOff starts a goroutine for the rest of the list and hands the
-// timers on, once.
+// handOff starts a goroutine for the rest of the list, once.
 func (sr *serialRun) handOff() {
 	if sr == nil || sr.handed {
 		return
 	}
 	sr.handed = true
-	if sr.timer != nil {
-		sr.timer()
-	}
 	if len(sr.rest) > 0 {
 		go runElections(sr.rest)
 	}
-}
-
-// holdsUp reports whether handling ev may take long enough that what
-// waits behind the run must be handed on first. What an advert set aside
-// asks (a timer pushed back), a nudge to read those and a timer's expiry
-// are quick by themselves; what they lead to is checked as it comes
-// (quickActions, quickPolicy). An advert read when it came is timed when
-// it is handled, and the rest (a reload, a stop's handover, a link event)
-// may take milliseconds.
-func holdsUp(ev event) bool {
-	switch ev.kind {
-	case evNone, evNudge, evWake:
-		return false
-	case evPacket:
-		return !ev.packet.deferred
-	}
-	return true
 }
 
 // steady runs the election: from (re)joining the link when begin says so,
@@ -375,7 +346,6 @@ func holdsUp(ev event) bool {
 // election go. Each event is handled by a method of its own. Run from a
 // list (sr), it hands the list on before anything that waits.
 func (in *instance) steady(begin bool, sr *serialRun) {
-	in.behind = sr
 	if in.actions == nil {
 		// No event of the machine gives more than 6 (a takeover); one
 		// that gave more would allocate, not fail.
@@ -395,18 +365,18 @@ func (in *instance) steady(begin bool, sr *serialRun) {
 		}
 		out := in.actions[:0]
 		in.checkQuiet()
-		// Cleared while next may let the election go: the goroutine
-		// that takes it next sets its own.
-		in.behind = nil
 		ev := in.mb.next(allKinds, true)
-		if ev.kind == evNone {
-			return // the next post starts a goroutine (drive)
-		}
-		in.behind = sr
-		if holdsUp(ev) {
+		if ev.kind != evNone && ev.kind != evNudge && (ev.kind != evPacket || !ev.packet.deferred) {
+			// Run from a list, only what an advert set aside asks (a
+			// timer pushed back) waits for the elections before it in
+			// the list: an advert read when it came is timed when it is
+			// handled, and the rest (a takeover's netlink, a stop's
+			// handover, a reload) may take milliseconds.
 			sr.handOff()
 		}
 		switch ev.kind {
+		case evNone:
+			return // the next post starts a goroutine (drive)
 		case evStop:
 			in.finish(in.stop())
 			return

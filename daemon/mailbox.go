@@ -242,25 +242,7 @@ func (mb *mailbox) flag(set func(*mailbox)) {
 	mb.posted()
 }
 
-func (mb *mailbox) postWake() { mb.flag(func(mb *mailbox) { mb.wake = true }) }
-
-// claimWake flags the timer's expiry like postWake, but does not start a
-// goroutine for an idle election: claimed, the caller now owns it and must
-// run it (onTimer).
-func (mb *mailbox) claimWake() (claimed bool) {
-	mb.mu.Lock()
-	defer mb.mu.Unlock()
-	if mb.closed {
-		return false
-	}
-	mb.wake = true
-	if !mb.running && mb.spawn != nil {
-		mb.running = true
-		return true
-	}
-	mb.posted()
-	return false
-}
+func (mb *mailbox) postWake()  { mb.flag(func(mb *mailbox) { mb.wake = true }) }
 func (mb *mailbox) postStop()  { mb.flag(func(mb *mailbox) { mb.stop = true }) }
 func (mb *mailbox) postNudge() { mb.flag(func(mb *mailbox) { mb.nudge = true }) }
 

@@ -166,7 +166,6 @@ func (in *instance) onWake(out []vrrp.Action) {
 			continue
 		}
 		if t != vrrp.TimerAdvert {
-			in.behind.handOff() // a takeover or its grace's end: netlink follows
 			in.waitUntil(due)
 		}
 		in.late = max(in.env.Now().Sub(due), 0)
@@ -215,36 +214,19 @@ func (g goTimer) Stop()                 { g.t.Stop() }
 func (g goTimer) Close() error          { g.t.Stop(); return nil }
 
 // newTimer returns a stopped Timer from the environment, or a goTimer
-// (kernelTimers says which), that wakes the election (onTimer).
+// (kernelTimers says which), that wakes the election.
 func (in *instance) newTimer() Timer {
 	if in.env.NewTimer != nil {
-		t, err := in.env.NewTimer(in.onTimer)
+		t, err := in.env.NewTimer(in.mb.postWake)
 		if err == nil {
 			in.kernelTimers = true
 			return t
 		}
 		in.log.Warn("kernel timer unavailable; using the runtime's", "error", err)
 	}
-	t := time.AfterFunc(time.Hour, func() { in.onTimer(nil) })
+	t := time.AfterFunc(time.Hour, in.mb.postWake)
 	t.Stop()
 	return goTimer{t}
-}
-
-// onTimer is the wake timer's function, on the goroutine that waited for
-// the expiry. An idle election runs there and then, not on a goroutine
-// started for it: that start, its end and the scheduler's two hand-overs
-// were the dearest part of a Backup's wake-up (`perf record`: the start
-// alone 10 to 17 % of its samples, cold in the runtime's function tables).
-// Before anything but sending adverts and probes and arming timers, the
-// election hands the timers on (handOff, through serialRun), so that a
-// takeover's netlink or a stop's handover never holds up another group's
-// advert. A running election's goroutine is signalled instead.
-func (in *instance) onTimer(handOff func()) {
-	if !in.mb.claimWake() {
-		return
-	}
-	in.timerRun = serialRun{timer: handOff}
-	in.steady(false, &in.timerRun)
 }
 
 // closeTimer releases the wake timer when the instance ends.

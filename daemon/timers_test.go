@@ -41,8 +41,8 @@ func TestMasterWakeArmsTheTimerOnce(t *testing.T) {
 		h := newFakeHost(lan, "198.51.100.11")
 		var timer *countingTimer
 		env := h.env()
-		env.NewTimer = func(fire func(func())) (Timer, error) {
-			timer = &countingTimer{goTimer: stoppedFuncTimer(func() { fire(nil) })}
+		env.NewTimer = func(fire func()) (Timer, error) {
+			timer = &countingTimer{goTimer: stoppedFuncTimer(fire)}
 			return timer, nil
 		}
 		startWithEnv(t, h, env, testInstance(150))
@@ -108,8 +108,8 @@ func startTimedBackup(t *testing.T, lan *fakeLAN) (*node, *armedAt) {
 	h := newFakeHost(lan, "198.51.100.12")
 	timer := &armedAt{}
 	env := h.env()
-	env.NewTimer = func(fire func(func())) (Timer, error) {
-		timer.goTimer = stoppedFuncTimer(func() { fire(nil) })
+	env.NewTimer = func(fire func()) (Timer, error) {
+		timer.goTimer = stoppedFuncTimer(fire)
 		return timer, nil
 	}
 	return startWithEnv(t, h, env, testInstance(100)), timer

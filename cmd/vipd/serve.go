@@ -112,13 +112,13 @@ func withoutAdopt(args []string) []string {
 // kernelTimers gives the election loops timerfd timers of one group, so
 // an idle daemon wakes only when one expires, with one goroutine waiting
 // for them all (see internal/ktimer). nil: the runtime's timers.
-func kernelTimers(log *slog.Logger) (newTimer func(fire func(handOff func())) (daemon.Timer, error), stop func()) {
+func kernelTimers(log *slog.Logger) (newTimer func(fire func()) (daemon.Timer, error), stop func()) {
 	g, err := ktimer.NewGroup()
 	if err != nil {
 		log.Warn("kernel timers unavailable; using the runtime's", "error", err)
 		return nil, func() {}
 	}
-	return func(fire func(handOff func())) (daemon.Timer, error) {
+	return func(fire func()) (daemon.Timer, error) {
 		t, err := g.New(fire)
 		if err != nil {
 			return nil, err // not a typed nil in the interface

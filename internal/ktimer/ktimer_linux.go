@@ -3,7 +3,6 @@ package ktimer
 import (
 	"errors"
 	"os"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -19,7 +18,7 @@ type Group struct {
 	f    *os.File // the timerfd, in the Go poller
 	fd   int      // its descriptor (f.Fd would make it blocking)
 	rc   syscall.RawConn
-	done chan struct{} // closed when the last waiter has returned
+	done chan struct{} // closed when the waiter has returned
 
 	mu      sync.Mutex
 	queue   []*Timer  // the armed timers, a min-heap by due
@@ -29,33 +28,12 @@ type Group struct {
 	// settimes counts the timerfd's re-armings, for tests: a Reset that
 	// leaves the earliest deadline where it was must make none.
 	settimes int
-}
 
-// A waiter is the goroutine that waits for the timerfd and fires what is
-// due, one timer after the other; there is one at a time. A timer's
-// function that would take long hands the waiting on (handOff): a new
-// waiter fires the rest of the batch and waits on, and this one ends when
-// the function returns.
-type waiter struct {
-	g *Group
-	// batch: the timers found due, fired in order; next: the index of the
-	// one after the timer firing now.
-	batch []*Timer
-	next  int
-	// handed: handOff was called; the rest of batch is another waiter's.
-	handed bool
-	// waited is whether the poller has called wait once in the current
-	// wait. wait and handOff are the waiter's methods as values, made once
-	// (a method value made at each call escapes to the heap).
-	waited  bool
-	wait    func(fd uintptr) bool
-	handOff func()
-}
-
-func newWaiter(g *Group, batch []*Timer) *waiter {
-	w := &waiter{g: g, batch: batch}
-	w.wait, w.handOff = w.ready, w.hand
-	return w
+	// waited and wait are the waiter's: the call given to the poller,
+	// made once (a method value made at each wait escapes to the heap),
+	// and whether it has been called once in the current wait.
+	waited bool
+	wait   func(fd uintptr) bool
 }
 
 // NewGroup starts a group's waiter.
@@ -71,12 +49,12 @@ func NewGroup() (*Group, error) {
 		return nil, err
 	}
 	g := &Group{f: f, fd: fd, rc: rc, done: make(chan struct{})}
-	go newWaiter(g, nil).run()
+	g.wait = g.ready
+	go g.run()
 	return g, nil
 }
 
-// Close stops the waiter and waits for it; not for a timer's function that
-// handed the waiting on, which goes on to its end.
+// Close stops the waiter and waits for it.
 func (g *Group) Close() error {
 	g.mu.Lock()
 	if g.closed {
@@ -95,57 +73,18 @@ func (g *Group) Close() error {
 	return err
 }
 
-// run fires the batch it was given, then waits for the timerfd's expiries
-// and fires the timers due at each, until the group closes or a timer's
-// function hands the waiting on.
-func (w *waiter) run() {
-	g := w.g
-	for w.fire() {
-		w.waited = false
-		if err := g.rc.Read(w.wait); err != nil {
-			close(g.done) // closed
-			return
+// run fires the timers that are due each time the timerfd expires.
+func (g *Group) run() {
+	defer close(g.done)
+	for {
+		g.waited = false
+		if err := g.rc.Read(g.wait); err != nil {
+			return // closed
 		}
-		var open bool
-		if w.batch, open = g.expire(time.Now(), w.batch[:0]); !open {
-			close(g.done)
+		if !g.expire(time.Now()) {
 			return
 		}
 	}
-}
-
-// fire calls the batch's functions in order, the group unlocked (they may
-// use its timers); false: one handed the waiting on.
-func (w *waiter) fire() bool {
-	for i, t := range w.batch {
-		w.next = i + 1
-		if !w.g.open(t) {
-			continue // closed since it was found due
-		}
-		t.fire(w.handOff)
-		if w.handed {
-			return false
-		}
-	}
-	clear(w.batch) // no timer kept reachable from here
-	return true
-}
-
-// open reports whether t is still open.
-func (g *Group) open(t *Timer) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return !t.closed
-}
-
-// hand starts the next waiter with the rest of the batch, once; the timer
-// function that called it goes on on this goroutine.
-func (w *waiter) hand() {
-	if w.handed {
-		return
-	}
-	w.handed = true
-	go newWaiter(w.g, slices.Clone(w.batch[w.next:])).run()
 }
 
 // ready is the poller's call. The first call of a wait returns false, so
@@ -153,29 +92,28 @@ func (w *waiter) hand() {
 // never read, as the next arming resets the count), unless a deadline has
 // passed already: the poller forgets an expiry that came while the timers
 // were being fired. Called again, after the poller saw an expiry: true.
-func (w *waiter) ready(uintptr) bool {
-	if w.waited {
+func (g *Group) ready(uintptr) bool {
+	if g.waited {
 		return true
 	}
-	w.waited = true
-	g := w.g
+	g.waited = true
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.closed || len(g.queue) > 0 && !g.queue[0].due.After(time.Now())
 }
 
-// expire takes the timers due at now out of the queue, appending them to
-// due, and arms the timerfd for the next; false: the group is closed.
-func (g *Group) expire(now time.Time, due []*Timer) ([]*Timer, bool) {
+// expire fires the timers due at now and arms the timerfd for the next;
+// false: the group is closed.
+func (g *Group) expire(now time.Time) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
-		return due, false
+		return false
 	}
 	for len(g.queue) > 0 && !g.queue[0].due.After(now) {
 		t := g.queue[0]
 		g.remove(t)
-		due = append(due, t)
+		t.fire()
 	}
 	// The timerfd is one-shot: once expired it is disarmed, so arm starts
 	// from nothing (and makes no call when no timer is left). Woken before
@@ -183,7 +121,7 @@ func (g *Group) expire(now time.Time, due []*Timer) ([]*Timer, bool) {
 	// deadline gone: one wake-up for nothing, as expire checks deadlines.
 	g.armedAt = time.Time{}
 	g.arm(now)
-	return due, true
+	return true
 }
 
 // arm points the timerfd at the earliest deadline, if that moved. The
@@ -211,16 +149,9 @@ func (g *Group) arm(now time.Time) {
 var errClosed = errors.New("ktimer: group closed")
 
 // New returns a stopped timer of the group that calls fire at each
-// expiry, on the group's goroutine: the timers due after it fire when it
-// returns. fire may use the group's timers. Before it does anything that
-// may take long or block, it calls the handOff it is given (and only
-// during the call): the group's timers then fire on another goroutine, and
-// fire goes on on this one. Close releases it.
-//
-// Running the timer's work on the goroutine that waited for it, not on one
-// started for it, is what makes an expiry cheap: a goroutine's start and
-// end cost more than a Backup's whole wake-up does without them.
-func (g *Group) New(fire func(handOff func())) (*Timer, error) {
+// expiry, on the group's goroutine with the group locked: fire must not
+// block, nor use a timer of the group. Close releases it.
+func (g *Group) New(fire func()) (*Timer, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
@@ -235,7 +166,7 @@ func (g *Group) New(fire func(handOff func())) (*Timer, error) {
 // called from one goroutine at a time.
 type Timer struct {
 	g      *Group
-	fire   func(handOff func())
+	fire   func()
 	due    time.Time
 	index  int // in the group's queue; -1: not armed
 	closed bool
@@ -270,8 +201,7 @@ func (t *Timer) Stop() {
 	}
 }
 
-// Close stops the timer for good. A call of its function already begun
-// may still be running, and one that was beginning may still run.
+// Close stops the timer for good.
 func (t *Timer) Close() error {
 	g := t.g
 	g.mu.Lock()

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"slices"
 	"testing"
 	"time"
 )
@@ -22,7 +21,7 @@ func (c chanTimer) C() <-chan time.Time { return c.c }
 // the timer fired: a call finding the channel full sends nothing.
 func newChanTimer(g *Group) (chanTimer, error) {
 	c := make(chan time.Time, 1)
-	t, err := g.New(func(func()) {
+	t, err := g.New(func() {
 		select {
 		case c <- time.Now():
 		default:
@@ -441,131 +440,6 @@ func TestGroupLosesNoExpiry(t *testing.T) {
 	for range timers {
 		if err := <-errs; err != nil {
 			t.Error(err)
-		}
-	}
-}
-
-// A timer's function that hands the waiting on may block: the timers due
-// with it and after it fire meanwhile, on another goroutine, and Close
-// does not wait for it.
-func TestHandedOffFunctionHoldsUpNoTimer(t *testing.T) {
-	g, err := NewGroup()
-	if err != nil {
-		t.Fatal(err)
-	}
-	release := make(chan struct{})
-	blocked := make(chan struct{})
-	var slow *Timer
-	slow, err = g.New(func(handOff func()) {
-		handOff()
-		handOff() // twice in one call: one new waiter
-		close(blocked)
-		<-release
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameBatch, err := newChanTimer(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	later, err := newChanTimer(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Due together: the slow one first in its batch (the earliest).
-	slow.Reset(time.Millisecond)
-	sameBatch.Reset(2 * time.Millisecond)
-	time.Sleep(10 * time.Millisecond)
-	select {
-	case <-blocked:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the slow timer did not fire")
-	}
-	select {
-	case <-sameBatch.C():
-	case <-time.After(5 * time.Second):
-		t.Fatal("a timer due with the one that handed off did not fire")
-	}
-	later.Reset(time.Millisecond)
-	select {
-	case <-later.C():
-	case <-time.After(5 * time.Second):
-		t.Fatal("a timer due later did not fire while the function that handed off blocked")
-	}
-	closed := make(chan error, 1)
-	go func() { closed <- g.Close() }()
-	select {
-	case err := <-closed:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close waited for a function that handed off")
-	}
-	close(release)
-}
-
-// A timer's function that does not hand off holds the timers due after it
-// until it returns: they fire in deadline order, one after the other.
-func TestFunctionsFireInOrderOnOneGoroutine(t *testing.T) {
-	g := newGroup(t)
-	var order []int
-	done := make(chan struct{})
-	timers := make([]*Timer, 3)
-	for i := range timers {
-		tm, err := g.New(func(func()) {
-			order = append(order, i) // no lock: one goroutine fires them
-			if len(order) == len(timers) {
-				close(done)
-			}
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tm.Close()
-		timers[i] = tm
-	}
-	for i, tm := range timers {
-		tm.Reset(time.Duration(len(timers)-i) * time.Millisecond)
-	}
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("not every timer fired")
-	}
-	if want := []int{2, 1, 0}; !slices.Equal(order, want) {
-		t.Errorf("fired in order %v, want %v", order, want)
-	}
-}
-
-// A timer's function may re-arm its own timer: the group is not locked
-// while it runs.
-func TestFunctionRearmsItsTimer(t *testing.T) {
-	g := newGroup(t)
-	fired := make(chan int, 3)
-	var tm *Timer
-	n := 0
-	tm, err := g.New(func(func()) {
-		n++
-		fired <- n
-		if n < 3 {
-			tm.Reset(time.Millisecond)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tm.Close()
-	tm.Reset(time.Millisecond)
-	for want := 1; want <= 3; want++ {
-		select {
-		case got := <-fired:
-			if got != want {
-				t.Fatalf("expiry %d, want %d", got, want)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("expiry %d did not come", want)
 		}
 	}
 }

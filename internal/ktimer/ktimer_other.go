@@ -13,10 +13,8 @@ type Group struct{}
 // NewGroup fails outside Linux: callers fall back to the runtime's timers.
 func NewGroup() (*Group, error) { return nil, errors.New("ktimer: timerfd is Linux only") }
 
-func (g *Group) New(func(func())) (*Timer, error) {
-	return nil, errors.New("ktimer: timerfd is Linux only")
-}
-func (g *Group) Close() error { return nil }
+func (g *Group) New(func()) (*Timer, error) { return nil, errors.New("ktimer: timerfd is Linux only") }
+func (g *Group) Close() error               { return nil }
 
 // Timer is not available outside Linux.
 type Timer struct{}
