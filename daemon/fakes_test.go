@@ -69,6 +69,8 @@ type fakeConn struct {
 	// filterChanges counts SetQuiet calls (each a compile of the
 	// socket's programs in the kernel).
 	filterChanges atomic.Int64
+	// onChange, when set (under the LAN's mu), is called at each SetQuiet.
+	onChange func()
 }
 
 type fakeAside struct {
@@ -81,6 +83,12 @@ type quietFakeConn struct{ *fakeConn }
 
 func (c quietFakeConn) SetQuiet(ps []transport.QuietPattern) (int, error) {
 	c.filterChanges.Add(1)
+	c.lan.mu.Lock()
+	onChange := c.onChange
+	c.lan.mu.Unlock()
+	if onChange != nil {
+		onChange()
+	}
 	for _, p := range ps {
 		if len(p.Payload) > transport.MaxQuietPayloadFrom(p.Src) {
 			return 0, fmt.Errorf("fake kernel: %v with %d bytes cannot be set aside", p.Src, len(p.Payload))

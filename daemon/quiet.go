@@ -36,6 +36,20 @@ import (
 // fires.
 const quietApplyEvery = 50 * time.Millisecond
 
+// quietApplySettle is how long the filters' first change after a quiet
+// spell waits for others. A burst's first change is a group taking over
+// (clearing its pattern) or turning steady, and the groups whose timers
+// expired with it are about to do the same: applied at once, the change
+// (some 20 ms of CPU at 255 patterns) ran ahead of their adverts, their
+// takeover grace and their VIPs on the processor they share, and took the
+// VIPs of the fifteen other groups of the first instant of the lab's
+// 255-group cut 24 ms past Master_Down_Interval. A takeover's own work
+// (the grace, a netlink add and a gratuitous ARP per group, up to 16
+// groups an instant) is over well within it. A pattern cleared late only
+// keeps adverts aside a little longer; the instance is nudged to read
+// them when the change is made.
+const quietApplySettle = 30 * time.Millisecond
+
 // quietAdverts is one shared socket's patterns, by VRID.
 type quietAdverts struct {
 	q transport.Quieter
@@ -114,7 +128,7 @@ func (s *vrrpSocket) setQuiet(vrid uint8, p *transport.QuietPattern) bool {
 		qa.want[vrid] = transport.QuietPattern{Src: p.Src, Payload: bytes.Clone(p.Payload)}
 	}
 	if qa.apply == nil && !qa.closed {
-		qa.apply = time.AfterFunc(max(quietApplyEvery-time.Since(qa.lastApply), 0), s.applyQuiet)
+		qa.apply = time.AfterFunc(max(quietApplyEvery-time.Since(qa.lastApply), quietApplySettle), s.applyQuiet)
 	}
 	return true
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -309,7 +310,8 @@ func TestDeferredClearNudgesItsInstance(t *testing.T) {
 		if !s.setQuiet(1, pat(1)) {
 			t.Fatal("pattern 1 refused")
 		}
-		synctest.Wait() // applied at once, on the timer's goroutine
+		time.Sleep(quietApplySettle) // the first change waits that long
+		synctest.Wait()
 		if n := conn.(quietFakeConn).patternsSet(); n != 1 {
 			t.Fatalf("%d patterns in the kernel after the first change, want 1", n)
 		}
@@ -407,4 +409,63 @@ func nudged(in *instance) bool {
 	in.mb.mu.Lock()
 	defer in.mb.mu.Unlock()
 	return in.mb.nudge
+}
+
+// The filters' first change after a cut waits for the takeovers of the
+// groups whose Master_Down_Timers expired with the first group's: each
+// change compiles programs holding every pattern of the socket (some 20
+// ms of CPU at 255 groups), and made at once it ran ahead of their
+// adverts and their VIPs on the processor they share (the lab's
+// 255-group cut: the first group's VIP on time, the fifteen others of its
+// instant 24 ms late).
+func TestTakeoverFilterChangeWaitsForTheTakeoversOfItsInstant(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const groups = 2 * advertsPerWake // two instants of the interval, full
+		lan := &fakeLAN{quiet: true}
+		start := func(addr string, prio uint8) *node {
+			h := newFakeHost(lan, addr)
+			return startConfig(t, h, h.env(), manyGroups(groups, prio))
+		}
+		n1 := start("198.51.100.11", 150)
+		n2 := start("198.51.100.12", 100)
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		held := func() int {
+			n := 0
+			for _, ic := range manyGroups(groups, 100).Instances {
+				if n2.host.holds(ic.VIPs[0]) {
+					n++
+				}
+			}
+			return n
+		}
+		var mu sync.Mutex
+		var heldAtChange []int
+		c2 := lan.connOf("198.51.100.12")
+		lan.mu.Lock()
+		c2.onChange = func() {
+			h := held()
+			mu.Lock()
+			heldAtChange = append(heldAtChange, h)
+			mu.Unlock()
+		}
+		lan.mu.Unlock()
+		n1.host.setCarrier(false)
+		time.Sleep(3*time.Second + skewOf(100) + time.Second)
+		synctest.Wait()
+		if n := held(); n != groups {
+			t.Fatalf("n2 holds %d of %d VIPs after the cut", n, groups)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(heldAtChange) == 0 {
+			t.Fatal("the takeover changed no filter")
+		}
+		// The Masters advertised at two instants of advertsPerWake groups
+		// each, so as many expire together.
+		if heldAtChange[0] < advertsPerWake {
+			t.Errorf("the first change of the filters came when n2 held %d VIPs, before the %d groups of the first instant had taken over (changes: %v)",
+				heldAtChange[0], advertsPerWake, heldAtChange)
+		}
+	})
 }
