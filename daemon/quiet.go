@@ -43,9 +43,9 @@ const quietApplyEvery = 50 * time.Millisecond
 // (some 20 ms of CPU at 255 patterns) ran ahead of their adverts, their
 // takeover grace and their VIPs on the processor they share, and took the
 // VIPs of the fifteen other groups of the first instant of the lab's
-// 255-group cut 24 ms past Master_Down_Interval. A takeover's own work
-// (the grace, a netlink add and a gratuitous ARP per group, up to 16
-// groups an instant) is over well within it. A pattern cleared late only
+// 255-group cut 24 ms past Master_Down_Interval. An instant's takeovers
+// (the grace, then a netlink add and a gratuitous ARP for each of up to
+// 16 groups) are over within about 12 ms there. A pattern cleared late only
 // keeps adverts aside a little longer; the instance is nudged to read
 // them when the change is made.
 const quietApplySettle = 30 * time.Millisecond
