@@ -26,6 +26,14 @@ func manyGroups(n int, prio uint8) *config.Config {
 	return cfg
 }
 
+// startGroups runs a daemon of manyGroups(n, prio) on a fake host at addr
+// on lan until the test ends.
+func startGroups(t *testing.T, lan *fakeLAN, addr string, n int, prio uint8) *node {
+	t.Helper()
+	h := newFakeHost(lan, addr)
+	return startConfig(t, h, h.env(), manyGroups(n, prio))
+}
+
 // Forty Masters on one socket advertise at three instants an interval
 // (sixteen at most each), not forty; every group still advertises every
 // interval, none later than the interval, and their Backups stay Backups.
@@ -33,12 +41,8 @@ func TestMastersOfOneSocketAdvertiseTogether(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const groups = 40
 		lan := &fakeLAN{}
-		start := func(addr string, prio uint8) *node {
-			h := newFakeHost(lan, addr)
-			return startConfig(t, h, h.env(), manyGroups(groups, prio))
-		}
-		n1 := start("198.51.100.11", 150)
-		n2 := start("198.51.100.12", 100)
+		n1 := startGroups(t, lan, "198.51.100.11", groups, 150)
+		n2 := startGroups(t, lan, "198.51.100.12", groups, 100)
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 		lan.mu.Lock()

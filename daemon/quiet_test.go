@@ -255,12 +255,8 @@ func TestQuietChangesOfManyGroupsApplyTogether(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const groups = 40
 		lan := &fakeLAN{quiet: true}
-		start := func(addr string, prio uint8) *node {
-			h := newFakeHost(lan, addr)
-			return startConfig(t, h, h.env(), manyGroups(groups, prio))
-		}
-		n1 := start("198.51.100.11", 150)
-		start("198.51.100.12", 100)
+		n1 := startGroups(t, lan, "198.51.100.11", groups, 150)
+		startGroups(t, lan, "198.51.100.12", groups, 100)
 		time.Sleep(20 * time.Second)
 		synctest.Wait()
 		c2 := lan.connOf("198.51.100.12")
@@ -422,12 +418,8 @@ func TestTakeoverFilterChangeWaitsForTheTakeoversOfItsInstant(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const groups = 2 * advertsPerWake // two instants of the interval, full
 		lan := &fakeLAN{quiet: true}
-		start := func(addr string, prio uint8) *node {
-			h := newFakeHost(lan, addr)
-			return startConfig(t, h, h.env(), manyGroups(groups, prio))
-		}
-		n1 := start("198.51.100.11", 150)
-		n2 := start("198.51.100.12", 100)
+		n1 := startGroups(t, lan, "198.51.100.11", groups, 150)
+		n2 := startGroups(t, lan, "198.51.100.12", groups, 100)
 		time.Sleep(20 * time.Second)
 		synctest.Wait()
 		held := func() int {
