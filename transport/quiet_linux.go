@@ -92,9 +92,13 @@ func (f *quietFilters) set(patterns []QuietPattern) (int, error) {
 func (f *quietFilters) apply(ps []QuietPattern) error {
 	union := slices.Clone(f.applied)
 	var kept []QuietPattern // in both
+	// stays: which applied patterns ps asks for again; any other is
+	// removed. Marked by index, not counted: ps may give one twice.
+	stays := make([]bool, len(f.applied))
 	for _, p := range ps {
-		if slices.ContainsFunc(f.applied, p.equal) {
+		if i := slices.IndexFunc(f.applied, p.equal); i >= 0 {
 			kept = append(kept, p)
+			stays[i] = true
 		} else {
 			union = append(union, p)
 		}
@@ -122,7 +126,7 @@ func (f *quietFilters) apply(ps []QuietPattern) error {
 		return err
 	}
 	quietNew := quietUnion // keeps ps when nothing is removed
-	if slices.ContainsFunc(f.applied, func(a QuietPattern) bool { return !slices.ContainsFunc(ps, a.equal) }) {
+	if slices.Contains(stays, false) {
 		quietNew = assemble(f.fam.quietOnly(ps))
 		if err := f.sock.setFilter(quietNew); err != nil {
 			attachFilter(f.rc, f.appliedMain)
@@ -135,7 +139,7 @@ func (f *quietFilters) apply(ps []QuietPattern) error {
 	return nil
 }
 
-// assemble assembles a program quietPrograms built (always valid).
+// assemble assembles a program mainProgram or quietOnly built (always valid).
 func assemble(prog []bpf.Instruction) []bpf.RawInstruction {
 	raw, err := bpf.Assemble(prog)
 	if err != nil {
