@@ -18,10 +18,61 @@ func TestNextLimit(t *testing.T) {
 		{40 << 20, 30 << 20, 70 << 20}, // a large one by as much again
 		{math.MaxUint64 - 1, 8 << 20, math.MaxInt64},
 	} {
-		if got := nextLimit(c.inUse, c.heap); got != c.want {
+		if got := nextLimit(c.inUse, c.heap, false); got != c.want {
 			t.Errorf("nextLimit(%d, %d) = %d, want %d", c.inUse, c.heap, got, c.want)
 		}
 	}
+	// Starting: a quarter of the heap, at least a MiB.
+	for _, c := range []struct {
+		inUse, heap uint64
+		want        int64
+	}{
+		{10 << 20, 1 << 20, 11 << 20},
+		{40 << 20, 32 << 20, 48 << 20},
+		{math.MaxUint64 - 1, 8 << 20, math.MaxInt64},
+	} {
+		if got := nextLimit(c.inUse, c.heap, true); got != c.want {
+			t.Errorf("starting: nextLimit(%d, %d) = %d, want %d", c.inUse, c.heap, got, c.want)
+		}
+	}
+}
+
+// The pacer starts with start-up's headroom and moves to rest's once
+// settled.
+func TestPacerSettles(t *testing.T) {
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	oldPercent, oldLimit := debug.SetGCPercent(-1), debug.SetMemoryLimit(-1)
+	debug.SetGCPercent(oldPercent)
+	p := collectOnGrowth(slog.New(slog.DiscardHandler))
+	if p == nil {
+		t.Fatal("no pacer without GOGC and GOMEMLIMIT in the environment")
+	}
+	defer func() {
+		p.stop()
+		debug.SetGCPercent(oldPercent)
+		debug.SetMemoryLimit(oldLimit)
+	}()
+	// headroom: the limit set over what is in use, and what nextLimit
+	// gives for the heap of that moment.
+	headroom := func(starting bool) (got, want int64) {
+		p.paceNext()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		inUse := ms.Sys - ms.HeapIdle
+		return debug.SetMemoryLimit(-1) - int64(inUse), nextLimit(inUse, ms.HeapAlloc, starting) - int64(inUse)
+	}
+	const slack = 512 << 10 // what the heap may move between the two reads
+	near := func(a, b int64) bool { return a > b-slack && a < b+slack }
+	if got, want := headroom(true); !near(got, want) {
+		t.Errorf("starting: headroom %d, want about %d", got, want)
+	}
+	p.settle()
+	if got, want := headroom(false); !near(got, want) || got < minHeadroom-slack {
+		t.Errorf("settled: headroom %d, want about %d (at least %d)", got, want, minHeadroom)
+	}
+	var nilPacer *gcPacer
+	nilPacer.settle() // the environment's GOGC: nothing to settle
 }
 
 // With the pacer, GOGC is off (no collection forced every two minutes),

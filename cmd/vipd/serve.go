@@ -57,7 +57,7 @@ func runDaemon(configPath string, adopt bool, stderr io.Writer) int {
 	log, flushLog := newDaemonLogger(stderr, cfg.Global, level)
 	defer flushLog()
 	oneProcessor(log)
-	collectOnGrowth(log)
+	pacer := collectOnGrowth(log)
 	protectFromStarvation(cfg.Global, log)
 
 	adopt = consumeAdoptMarker(cfg, log) || adopt
@@ -71,7 +71,7 @@ func runDaemon(configPath string, adopt bool, stderr io.Writer) int {
 		}
 	}
 	for {
-		code, up := serve(*path, cfg, handover, adopt, level, log)
+		code, up := serve(*path, cfg, handover, adopt, level, log, pacer)
 		if up == nil {
 			return code
 		}
@@ -155,7 +155,7 @@ type upgrade struct {
 
 // serve runs the daemon until a signal stops it (the exit code) or a new
 // binary takes over (the upgrade to carry out).
-func serve(path string, cfg *config.Config, handover *daemon.Handover, adopt bool, level *slog.LevelVar, log *slog.Logger) (int, *upgrade) {
+func serve(path string, cfg *config.Config, handover *daemon.Handover, adopt bool, level *slog.LevelVar, log *slog.Logger, pacer *gcPacer) (int, *upgrade) {
 	notifier := systemd.NewNotifier(log)
 	line := newStatusLine()
 	rest := newRestWatch()
@@ -302,10 +302,17 @@ func serve(path string, cfg *config.Config, handover *daemon.Handover, adopt boo
 	})
 	g.Go(func() error {
 		if cfg.Global.LockMemory {
-			return nil // locked pages cannot be given back
+			pacer.settle() // no rest to wait for: rest's pacing now
+			return nil     // locked pages cannot be given back
 		}
 		first := true
-		rest.run(runCtx, restAfter, func() { releaseAtRest(log, first); first = false })
+		rest.run(runCtx, restAfter, func() {
+			if first {
+				pacer.settle() // before the release's collections
+			}
+			releaseAtRest(log, first)
+			first = false
+		})
 		return nil
 	})
 	g.Go(func() error { keepRealtime(runCtx, cfg.Global, log); return nil })
