@@ -39,3 +39,35 @@ func TestSteadyMasterAllocatesNothingAnAdvert(t *testing.T) {
 		})
 	}
 }
+
+// The room an election borrows for its actions comes back empty (the last
+// actions' strings are not kept alive by the room) and is lent again
+// rather than made anew, a burst keeps a bounded number; without a room,
+// each run makes its own.
+func TestActionRoomLendsEmptiedRoom(t *testing.T) {
+	r := newActionRoom()
+	b := r.get()
+	b[0] = vrrp.Action{Kind: vrrp.ActSendAdvert, Detail: "left over"}
+	r.put(b)
+	if *b != ([actionsPerEvent]vrrp.Action{}) {
+		t.Errorf("room given back holds %+v, want it emptied", b[0])
+	}
+	if n := testing.AllocsPerRun(100, func() { r.put(r.get()) }); n != 0 {
+		t.Errorf("%v allocations a loan, want none", n)
+	}
+	var lent []*[actionsPerEvent]vrrp.Action
+	for range 2 * maxFreeActionRooms {
+		lent = append(lent, r.get())
+	}
+	for _, b := range lent {
+		r.put(b)
+	}
+	if len(r.free) != maxFreeActionRooms {
+		t.Errorf("%d rooms kept after a burst, want %d", len(r.free), maxFreeActionRooms)
+	}
+	var none *actionRoom
+	if none.get() == none.get() {
+		t.Error("no room: two runs share one")
+	}
+	none.put(b) // nothing to give back to
+}

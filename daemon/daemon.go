@@ -73,6 +73,7 @@ type Daemon struct {
 	hostAt     atomic.Int64   // when the host was last sampled, in Unix ns
 	sockets    *socketPool    // the VRRP sockets, one per interface and source
 	announcers *announcerPool // ARP and NDP, one per interface and family
+	actions    *actionRoom    // the elections' room for their actions
 	speaker    RouteSpeaker   // BGP, nil without [bgp]
 	done       chan struct{}  // closed when Run returns
 	reloadMu   sync.Mutex     // one reload at a time
@@ -123,6 +124,7 @@ func New(cfg *config.Config, log *slog.Logger, env Env, opts Options) (*Daemon, 
 	d := &Daemon{log: log, env: env, cfg: cfg, opts: opts, fatal: make(chan error, 1), heldDirty: make(chan struct{}, 1), done: make(chan struct{})}
 	d.sockets = newSocketPool(env, log)
 	d.announcers = newAnnouncerPool(env)
+	d.actions = newActionRoom()
 	var err error
 	if d.speaker, err = newSpeaker(cfg, env, log, opts.Handover != nil); err != nil {
 		return nil, err
@@ -149,7 +151,7 @@ func New(cfg *config.Config, log *slog.Logger, env Env, opts Options) (*Daemon, 
 func newInstances(n int) []instance { return make([]instance, n) }
 
 func (d *Daemon) newInstance(into *instance, ic config.Instance, cfg *config.Config) *instance {
-	in := newInstance(into, ic, pools{sockets: d.sockets, announcers: d.announcers, speaker: d.speaker}, cfg.Global.StateDir, d.log, d.env, d.hooks())
+	in := newInstance(into, ic, pools{sockets: d.sockets, announcers: d.announcers, actions: d.actions, speaker: d.speaker}, cfg.Global.StateDir, d.log, d.env, d.hooks())
 	in.probeEvery = probeEveryOn(cfg, ic)
 	return in
 }

@@ -33,8 +33,53 @@ const (
 )
 
 // actionsPerEvent is the room for the actions of one event: 8 of 104
-// bytes, per group.
+// bytes, lent by the daemon's actionRoom to each election while it runs.
 const actionsPerEvent = 8
+
+// actionRoom lends the elections room for their actions. An election
+// needs it only while its goroutine runs, and few run at once: kept in
+// each instance, it was 832 bytes a group (210 KB at 255 groups) for the
+// moments a handful use it. A nil room makes a new one each time. Not a
+// sync.Pool: that one drops what it holds at collections, and a quarter
+// of what it is given under the race detector, and a loan must not
+// allocate (TestSteadyMasterAllocatesNothingAnAdvert).
+type actionRoom struct {
+	mu   sync.Mutex
+	free []*[actionsPerEvent]vrrp.Action // at most maxFreeActionRooms
+}
+
+// maxFreeActionRooms bounds what a burst of elections running at once (a
+// takeover of many groups) leaves kept.
+const maxFreeActionRooms = 16
+
+func newActionRoom() *actionRoom { return &actionRoom{} }
+
+func (r *actionRoom) get() *[actionsPerEvent]vrrp.Action {
+	if r != nil {
+		r.mu.Lock()
+		if n := len(r.free); n > 0 {
+			b := r.free[n-1]
+			r.free = r.free[:n-1]
+			r.mu.Unlock()
+			return b
+		}
+		r.mu.Unlock()
+	}
+	return new([actionsPerEvent]vrrp.Action)
+}
+
+// put takes b back, emptied: the last actions' strings are not kept alive.
+func (r *actionRoom) put(b *[actionsPerEvent]vrrp.Action) {
+	if r == nil {
+		return
+	}
+	clear(b[:])
+	r.mu.Lock()
+	if len(r.free) < maxFreeActionRooms {
+		r.free = append(r.free, b)
+	}
+	r.mu.Unlock()
+}
 
 func claimQueue(vips int) int { return min(max(vips, 1)*claimsPerVIP, maxClaimQueue) }
 
@@ -97,14 +142,14 @@ type instance struct {
 	cfg    config.Instance
 	m      *vrrp.Machine    // &machine once begin made it
 	policy *announce.Policy // &policyState once begin made it
-	// The election's state, its policy's and room for its actions live
-	// in the instance: one object a group (a daemon's instances are
-	// allocated together, newInstances), where separate ones, made as the
-	// groups start among the start-up's garbage, each held a span of
-	// their size class of their own.
+	// The election's state and its policy's live in the instance: one
+	// object a group (a daemon's instances are allocated together,
+	// newInstances), where separate ones, made as the groups start among
+	// the start-up's garbage, each held a span of their size class of
+	// their own. Room for its actions is lent while it runs (actions).
 	machine     vrrp.Machine
 	policyState announce.Policy
-	actionBuf   [actionsPerEvent]vrrp.Action
+	actions     *actionRoom
 	holder      *addressHolder
 	notify      *hookRunner
 	resume      *InstanceHandover // from the previous process, at start only
@@ -130,7 +175,6 @@ type instance struct {
 	policyDue time.Time
 	// policyActions is tickPolicy's buffer, actions loop's.
 	policyActions []announce.Action
-	actions       []vrrp.Action
 	firesAt       time.Time
 	kernelTimers  bool
 	waking        bool // onWake is running what is due (rearm waits for it)
@@ -203,6 +247,7 @@ func newInstance(into *instance, ic config.Instance, pools pools, stateDir strin
 		announceMode: ic.Announce.String(),
 		sockets:      pools.sockets,
 		announcers:   pools.announcers,
+		actions:      pools.actions,
 		hooks:        hooks,
 		stateDir:     stateDir,
 		cfg:          ic,
@@ -346,11 +391,10 @@ func (sr *serialRun) handOff() {
 // election go. Each event is handled by a method of its own. Run from a
 // list (sr), it hands the list on before anything that waits.
 func (in *instance) steady(begin bool, sr *serialRun) {
-	if in.actions == nil {
-		// No event of the machine gives more than 6 (a takeover); one
-		// that gave more would allocate, not fail.
-		in.actions = in.actionBuf[:0]
-	}
+	// No event of the machine gives more than 6 actions (a takeover); one
+	// that gave more would allocate, not fail.
+	room := in.actions.get()
+	defer in.actions.put(room)
 	for {
 		if begin {
 			sr.handOff()
@@ -363,7 +407,7 @@ func (in *instance) steady(begin bool, sr *serialRun) {
 			in.mb.detach(in.drive)
 			begin = false
 		}
-		out := in.actions[:0]
+		out := room[:0]
 		in.checkQuiet()
 		ev := in.mb.next(allKinds, true)
 		if ev.kind != evNone && ev.kind != evNudge && (ev.kind != evPacket || !ev.packet.deferred) {
@@ -587,5 +631,6 @@ func (in *instance) stop() error {
 type pools struct {
 	sockets    *socketPool
 	announcers *announcerPool
+	actions    *actionRoom  // nil: made at each run
 	speaker    RouteSpeaker // nil without [bgp]
 }
