@@ -66,7 +66,7 @@ func TestActionRoomLendsEmptiedRoom(t *testing.T) {
 		t.Errorf("%d rooms kept after a burst, want %d", len(r.free), maxFreeActionRooms)
 	}
 	var none *actionRoom
-	if none.get() == none.get() {
+	if first, second := none.get(), none.get(); first == second {
 		t.Error("no room: two runs share one")
 	}
 	none.put(b) // nothing to give back to
