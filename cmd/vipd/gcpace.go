@@ -14,19 +14,19 @@ import (
 // heap).
 const minHeadroom = 4 << 20
 
-// While the daemon starts, memory in use may grow by a quarter of the heap
-// between two collections, at least startHeadroom (GOGC=25's pacing).
-// Start-up allocates far more than it keeps (with 255 groups some 40 MB
-// for 3.5 MB kept: the configuration's parse, netlink answers, filters
-// rebuilt as groups join), and what it keeps is spread over the spans of
-// the garbage around it: a span stays in use for one object kept. With
-// the pacing of rest, 255 groups ended start-up with 2.4 MB of heap in
-// spans beyond what they held; collected four times as often, the freed
-// slots are filled again before new spans are taken: a node of 255 groups
-// holds about 1 MiB less private memory at rest (8.2 against 9.2 MiB, two
-// lab runs each), one of one group as much. Start-up ends at the first
-// rest (restWatch).
-const startHeadroom = 1 << 20
+// startGCPercent paces the collector while the daemon starts: GOGC=25,
+// the runtime's own pacing, until the first rest (restWatch). Start-up
+// allocates far more than it keeps (with 255 groups some 40 MB for 3.5 MB
+// kept: the configuration's parse, netlink answers, filters rebuilt as
+// groups join), and what it keeps is spread over the spans of the garbage
+// around it: a span stays in use for one object kept. Collected four
+// times as often, the freed slots are filled again before new spans are
+// taken: a node of 255 groups holds about 1 MiB less private memory at
+// rest. Not the memory limit with a smaller headroom: the limit counts
+// the idle pages the scavenger has not yet returned, and a headroom of a
+// MiB under them made the runtime collect without pause (thousands of
+// collections in a one-group start-up) until they were returned.
+const startGCPercent = 25
 
 // collectOnGrowth makes the collector run when memory grows, and no longer
 // every two minutes. Under GOGC the runtime forces a collection whenever
@@ -37,23 +37,23 @@ const startHeadroom = 1 << 20
 // memory limit has no forced collection; the limit is moved after each
 // collection to what is then in use plus as much again as the heap holds
 // (at least minHeadroom), which is GOGC=100's pacing counted over all the
-// runtime's memory; start-up is paced tighter (startHeadroom). A GOGC or
-// GOMEMLIMIT from the environment is the operator's choice and stays.
+// runtime's memory. That starts once the daemon has settled (settle);
+// until then GOGC is startGCPercent. A GOGC or GOMEMLIMIT from the
+// environment is the operator's choice and stays.
 func collectOnGrowth(log *slog.Logger) *gcPacer {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		log.Debug("collector paced from the environment", "GOGC", os.Getenv("GOGC"), "GOMEMLIMIT", os.Getenv("GOMEMLIMIT"))
 		return nil
 	}
 	p := &gcPacer{}
-	p.paceNext()
-	debug.SetGCPercent(-1)
+	debug.SetGCPercent(startGCPercent)
 	return p
 }
 
 // gcPacer moves the memory limit after each collection until stopped.
 type gcPacer struct {
 	stopped atomic.Bool
-	settled atomic.Bool // start-up is over: rest's pacing
+	settled atomic.Bool // start-up is over: the limit paces
 }
 
 // paceNext sets the memory limit for the memory in use now, and arranges
@@ -67,7 +67,7 @@ func (p *gcPacer) paceNext() {
 	// In use: what the runtime has mapped less its idle heap, returned to
 	// the system or not. Counting idle pages kept would raise the limit
 	// at each collection by what the last one left for the scavenger.
-	debug.SetMemoryLimit(nextLimit(ms.Sys-ms.HeapIdle, ms.HeapAlloc, !p.settled.Load()))
+	debug.SetMemoryLimit(nextLimit(ms.Sys-ms.HeapIdle, ms.HeapAlloc))
 	// A cleanup runs once the collector has found its object unreachable:
 	// after each collection, whatever started it.
 	runtime.AddCleanup(&collectionMark{}, func(p *gcPacer) { p.paceNext() }, p)
@@ -76,12 +76,15 @@ func (p *gcPacer) paceNext() {
 // stop leaves the limit where it is and the pacing to the caller.
 func (p *gcPacer) stop() { p.stopped.Store(true) }
 
-// settle ends start-up's pacing: from the next collection, rest's. A nil
-// pacer (the environment's GOGC) has nothing to settle.
+// settle ends start-up's pacing: GOGC off, the memory limit set for what
+// is in use now and moved after each collection. Once; a nil pacer (the
+// environment's GOGC) has nothing to settle.
 func (p *gcPacer) settle() {
-	if p != nil {
-		p.settled.Store(true)
+	if p == nil || p.settled.Swap(true) {
+		return
 	}
+	p.paceNext()
+	debug.SetGCPercent(-1)
 }
 
 // collectionMark is what each collection finds unreachable; large enough
@@ -93,13 +96,9 @@ type collectionMark struct {
 }
 
 // nextLimit is the memory limit for a runtime using inUse bytes, of which
-// heap are live heap, starting or at rest.
-func nextLimit(inUse, heap uint64, starting bool) int64 {
-	headroom := max(heap, minHeadroom)
-	if starting {
-		headroom = max(heap/4, startHeadroom)
-	}
-	limit := inUse + headroom
+// heap are live heap.
+func nextLimit(inUse, heap uint64) int64 {
+	limit := inUse + max(heap, minHeadroom)
 	if limit > math.MaxInt64 || limit < inUse {
 		return math.MaxInt64
 	}

@@ -18,32 +18,20 @@ func TestNextLimit(t *testing.T) {
 		{40 << 20, 30 << 20, 70 << 20}, // a large one by as much again
 		{math.MaxUint64 - 1, 8 << 20, math.MaxInt64},
 	} {
-		if got := nextLimit(c.inUse, c.heap, false); got != c.want {
+		if got := nextLimit(c.inUse, c.heap); got != c.want {
 			t.Errorf("nextLimit(%d, %d) = %d, want %d", c.inUse, c.heap, got, c.want)
-		}
-	}
-	// Starting: a quarter of the heap, at least a MiB.
-	for _, c := range []struct {
-		inUse, heap uint64
-		want        int64
-	}{
-		{10 << 20, 1 << 20, 11 << 20},
-		{40 << 20, 32 << 20, 48 << 20},
-		{math.MaxUint64 - 1, 8 << 20, math.MaxInt64},
-	} {
-		if got := nextLimit(c.inUse, c.heap, true); got != c.want {
-			t.Errorf("starting: nextLimit(%d, %d) = %d, want %d", c.inUse, c.heap, got, c.want)
 		}
 	}
 }
 
-// The pacer starts with start-up's headroom and moves to rest's once
-// settled.
+// The pacer starts with GOGC at startGCPercent and no limit, and once
+// settled turns GOGC off and paces by the limit.
 func TestPacerSettles(t *testing.T) {
 	t.Setenv("GOGC", "")
 	t.Setenv("GOMEMLIMIT", "")
 	oldPercent, oldLimit := debug.SetGCPercent(-1), debug.SetMemoryLimit(-1)
 	debug.SetGCPercent(oldPercent)
+	debug.SetMemoryLimit(math.MaxInt64)
 	p := collectOnGrowth(slog.New(slog.DiscardHandler))
 	if p == nil {
 		t.Fatal("no pacer without GOGC and GOMEMLIMIT in the environment")
@@ -53,31 +41,27 @@ func TestPacerSettles(t *testing.T) {
 		debug.SetGCPercent(oldPercent)
 		debug.SetMemoryLimit(oldLimit)
 	}()
-	// headroom: the limit set over what is in use, and what nextLimit
-	// gives for the heap of that moment.
-	headroom := func(starting bool) (got, want int64) {
-		p.paceNext()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		inUse := ms.Sys - ms.HeapIdle
-		return debug.SetMemoryLimit(-1) - int64(inUse), nextLimit(inUse, ms.HeapAlloc, starting) - int64(inUse)
+	if got := debug.SetGCPercent(startGCPercent); got != startGCPercent {
+		t.Errorf("starting: GOGC %d, want %d", got, startGCPercent)
 	}
-	const slack = 512 << 10 // what the heap may move between the two reads
-	near := func(a, b int64) bool { return a > b-slack && a < b+slack }
-	if got, want := headroom(true); !near(got, want) {
-		t.Errorf("starting: headroom %d, want about %d", got, want)
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Errorf("starting: memory limit %d, want none", got)
 	}
 	p.settle()
-	if got, want := headroom(false); !near(got, want) || got < minHeadroom-slack {
-		t.Errorf("settled: headroom %d, want about %d (at least %d)", got, want, minHeadroom)
+	if got := debug.SetGCPercent(-1); got != -1 {
+		t.Errorf("settled: GOGC %d, want off", got)
 	}
+	if got := debug.SetMemoryLimit(-1); got == math.MaxInt64 {
+		t.Error("settled: no memory limit")
+	}
+	p.settle() // twice is once
 	var nilPacer *gcPacer
 	nilPacer.settle() // the environment's GOGC: nothing to settle
 }
 
-// With the pacer, GOGC is off (no collection forced every two minutes),
-// a collection still comes as memory grows, and each moves the limit for
-// what is then in use.
+// With the pacer settled, GOGC is off (no collection forced every two
+// minutes), a collection still comes as memory grows, and each moves the
+// limit for what is then in use.
 func TestCollectOnGrowth(t *testing.T) {
 	t.Setenv("GOGC", "")
 	t.Setenv("GOMEMLIMIT", "")
@@ -92,6 +76,7 @@ func TestCollectOnGrowth(t *testing.T) {
 		debug.SetGCPercent(oldPercent)
 		debug.SetMemoryLimit(oldLimit)
 	}()
+	p.settle()
 	if old := debug.SetGCPercent(-1); old != -1 {
 		t.Fatalf("GOGC is %d with the pacer, want off", old)
 	}
