@@ -22,10 +22,13 @@ const minHeadroom = 4 << 20
 // around it: a span stays in use for one object kept. Collected four
 // times as often, the freed slots are filled again before new spans are
 // taken: a node of 255 groups holds about 0.7 MiB less private memory at
-// rest (8.3 against 9.1 MiB, two lab runs each). Not the memory limit with a smaller headroom: the limit counts
-// the idle pages the scavenger has not yet returned, and a headroom of a
-// MiB under them made the runtime collect without pause (thousands of
-// collections in a one-group start-up) until they were returned.
+// rest (8.3 against 9.1 MiB, two lab runs each). Not the memory limit
+// with a smaller headroom: the limit counts the idle pages the scavenger
+// has not yet returned, and a headroom of a MiB under them made the
+// runtime collect without pause (thousands of collections in a one-group
+// start-up) until they were returned. A daemon that never settles (no
+// group ever found its interface) stays at GOGC=25, with the runtime's
+// collection every two minutes.
 const startGCPercent = 25
 
 // collectOnGrowth makes the collector run when memory grows, and no longer
