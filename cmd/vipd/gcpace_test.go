@@ -24,23 +24,31 @@ func TestNextLimit(t *testing.T) {
 	}
 }
 
-// The pacer starts with GOGC at startGCPercent and no limit, and once
-// settled turns GOGC off and paces by the limit.
-func TestPacerSettles(t *testing.T) {
+// startPacer starts a pacer as `vipd run` does, with neither GOGC nor
+// GOMEMLIMIT in the environment and no limit set before it, and puts the
+// collector's settings back when the test ends.
+func startPacer(t *testing.T) *gcPacer {
+	t.Helper()
 	t.Setenv("GOGC", "")
 	t.Setenv("GOMEMLIMIT", "")
-	oldPercent, oldLimit := debug.SetGCPercent(-1), debug.SetMemoryLimit(-1)
+	oldPercent, oldLimit := debug.SetGCPercent(-1), debug.SetMemoryLimit(math.MaxInt64)
 	debug.SetGCPercent(oldPercent)
-	debug.SetMemoryLimit(math.MaxInt64)
 	p := collectOnGrowth(slog.New(slog.DiscardHandler))
 	if p == nil {
 		t.Fatal("no pacer without GOGC and GOMEMLIMIT in the environment")
 	}
-	defer func() {
+	t.Cleanup(func() {
 		p.stop()
 		debug.SetGCPercent(oldPercent)
 		debug.SetMemoryLimit(oldLimit)
-	}()
+	})
+	return p
+}
+
+// The pacer starts with GOGC at startGCPercent and no limit, and once
+// settled turns GOGC off and paces by the limit.
+func TestPacerSettles(t *testing.T) {
+	p := startPacer(t)
 	if got := debug.SetGCPercent(startGCPercent); got != startGCPercent {
 		t.Errorf("starting: GOGC %d, want %d", got, startGCPercent)
 	}
@@ -63,19 +71,7 @@ func TestPacerSettles(t *testing.T) {
 // minutes), a collection still comes as memory grows, and each moves the
 // limit for what is then in use.
 func TestCollectOnGrowth(t *testing.T) {
-	t.Setenv("GOGC", "")
-	t.Setenv("GOMEMLIMIT", "")
-	oldPercent, oldLimit := debug.SetGCPercent(-1), debug.SetMemoryLimit(-1)
-	debug.SetGCPercent(oldPercent)
-	p := collectOnGrowth(slog.New(slog.DiscardHandler))
-	if p == nil {
-		t.Fatal("no pacer without GOGC and GOMEMLIMIT in the environment")
-	}
-	defer func() {
-		p.stop()
-		debug.SetGCPercent(oldPercent)
-		debug.SetMemoryLimit(oldLimit)
-	}()
+	p := startPacer(t)
 	p.settle()
 	if old := debug.SetGCPercent(-1); old != -1 {
 		t.Fatalf("GOGC is %d with the pacer, want off", old)
