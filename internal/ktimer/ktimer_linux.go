@@ -25,6 +25,9 @@ type Group struct {
 	armedAt time.Time // the deadline the timerfd is armed for; zero: disarmed
 	closed  bool
 	spec    unix.ItimerSpec // the settime call's argument, kept: no escape per call
+	// firing holds the calls of the timers an expiry found due, made
+	// after the lock is let go; kept, so that an expiry allocates nothing.
+	firing []func()
 	// settimes counts the timerfd's re-armings, for tests: a Reset that
 	// leaves the earliest deadline where it was must make none.
 	settimes int
@@ -103,17 +106,18 @@ func (g *Group) ready(uintptr) bool {
 }
 
 // expire fires the timers due at now and arms the timerfd for the next;
-// false: the group is closed.
+// false: the group is closed. The calls are made without the lock, so a
+// call may reset its own timer, or another of the group's.
 func (g *Group) expire(now time.Time) bool {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if g.closed {
+		g.mu.Unlock()
 		return false
 	}
 	for len(g.queue) > 0 && !g.queue[0].due.After(now) {
 		t := g.queue[0]
 		g.remove(t)
-		t.fire()
+		g.firing = append(g.firing, t.fire)
 	}
 	// The timerfd is one-shot: once expired it is disarmed, so arm starts
 	// from nothing (and makes no call when no timer is left). Woken before
@@ -121,6 +125,13 @@ func (g *Group) expire(now time.Time) bool {
 	// deadline gone: one wake-up for nothing, as expire checks deadlines.
 	g.armedAt = time.Time{}
 	g.arm(now)
+	firing := g.firing
+	g.mu.Unlock()
+	for i, fire := range firing {
+		fire()
+		firing[i] = nil
+	}
+	g.firing = firing[:0]
 	return true
 }
 
@@ -149,8 +160,9 @@ func (g *Group) arm(now time.Time) {
 var errClosed = errors.New("ktimer: group closed")
 
 // New returns a stopped timer of the group that calls fire at each
-// expiry, on the group's goroutine with the group locked: fire must not
-// block, nor use a timer of the group. Close releases it.
+// expiry, on the group's goroutine, without the group's lock: fire may
+// reset or stop the group's timers, but the group's other timers wait for
+// it, so it must not block. Close releases it.
 func (g *Group) New(fire func()) (*Timer, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -443,3 +443,45 @@ func TestGroupLosesNoExpiry(t *testing.T) {
 		}
 	}
 }
+
+// A timer's call runs without the group's lock: it may re-arm its own
+// timer and stop another of the group's, as an election run on the group's
+// goroutine does, and the re-armed timer fires again.
+func TestFireResetsTimersOfItsGroup(t *testing.T) {
+	g := newGroup(t)
+	other, err := newChanTimer(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fired := make(chan int, 3)
+	var self *Timer
+	n := 0
+	self, err = g.New(func() {
+		n++
+		fired <- n
+		if n < 3 {
+			self.Reset(time.Millisecond)
+			other.Stop()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Reset(50 * time.Millisecond)
+	self.Reset(time.Millisecond)
+	for want := 1; want <= 3; want++ {
+		select {
+		case got := <-fired:
+			if got != want {
+				t.Fatalf("call %d, want %d", got, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("call %d did not come: a call that re-arms its timer must not deadlock the group", want)
+		}
+	}
+	select {
+	case <-other.C():
+		t.Error("the timer stopped from another's call fired")
+	case <-time.After(100 * time.Millisecond):
+	}
+}
