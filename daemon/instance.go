@@ -178,6 +178,7 @@ type instance struct {
 	firesAt       time.Time
 	kernelTimers  bool
 	waking        bool // onWake is running what is due (rearm waits for it)
+	quick         bool // run on the timers' goroutine for one wake-up (timerFired)
 	// quietSet: the socket sets this instance's steady adverts aside
 	// (quiet.go), assuming priority quietPrio; lastEventAt is when the
 	// latest event the machine saw happened, deferredAt the arrival of the

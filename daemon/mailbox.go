@@ -20,6 +20,9 @@ import (
 // daemon whose whole heap is 4. Between two adverts an election needs
 // neither.
 //
+// A timer's expiry is the exception: an idle election whose wake-up is
+// routine runs on the goroutine that fires the timers (timerFired).
+//
 // The phases that wait for something in particular (the link to appear,
 // a handover's successor, an anycast instance's whole life) keep their
 // goroutine and wait on the mailbox's signal.
@@ -137,6 +140,43 @@ func (mb *mailbox) posted() {
 func (mb *mailbox) postPacket(p *received) bool {
 	ok, _ := mb.queuePacket(p, false)
 	return ok
+}
+
+// postWakeQuick flags the timer's expiry like postWake, but does not start
+// a goroutine for an idle election that has nothing else queued: claimed,
+// the caller now owns it and must run it (quickWake), then let it go with
+// letGo.
+func (mb *mailbox) postWakeQuick() (claimed bool) {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	if mb.closed {
+		return false
+	}
+	mb.wake = true
+	if !mb.running && mb.spawn != nil && !mb.pendingBesidesWake() {
+		mb.running = true
+		return true
+	}
+	mb.posted()
+	return false
+}
+
+// pendingBesidesWake: something other than the timer's flag is queued; mu
+// is held.
+func (mb *mailbox) pendingBesidesWake() bool {
+	return mb.head != nil || len(mb.other) > 0 || mb.stop || mb.failed || mb.hasLeader || mb.nudge
+}
+
+// letGo gives up an election a quick run owned. Anything queued
+// meanwhile keeps it owned: true, and the caller starts its goroutine.
+func (mb *mailbox) letGo() (keep bool) {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	if mb.closed || !mb.pendingBesidesWake() && !mb.wake {
+		mb.running = false
+		return false
+	}
+	return true
 }
 
 // postIdle queues an advert like postPacket, but does not start a

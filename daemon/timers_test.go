@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -64,6 +65,50 @@ func TestMasterWakeArmsTheTimerOnce(t *testing.T) {
 		}
 		if len(resets) > adverts+1 {
 			t.Errorf("%d resets for %d adverts: %v", len(resets), adverts, resets)
+		}
+	})
+}
+
+// A Master's advert wake-up runs on the goroutine that calls the timer
+// (with kernel timers, the one that serves all of them), not on one
+// started for it: the advert is out when the call returns. A Backup whose
+// Master falls silent still takes over on its own goroutine.
+func TestRoutineWakeRunsOnTheTimersCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lan := &fakeLAN{}
+		// timed starts a node whose timer counts the wake-ups that sent an
+		// advert before the timer's call returned.
+		timed := func(addr string, prio uint8) (*node, *atomic.Int64) {
+			var inline atomic.Int64
+			h := newFakeHost(lan, addr)
+			env := h.env()
+			env.NewTimer = func(fire func()) (Timer, error) {
+				return stoppedFuncTimer(func() {
+					before := lan.sentBy(51)
+					fire()
+					if lan.sentBy(51) > before {
+						inline.Add(1)
+					}
+				}), nil
+			}
+			return startWithEnv(t, h, env, testInstance(prio)), &inline
+		}
+		n1, inline := timed("198.51.100.11", 150)
+		n2, _ := timed("198.51.100.12", 100)
+		time.Sleep(10 * time.Second) // n1 Master, its takeover burst over
+		synctest.Wait()
+		sentBefore, inlineBefore := lan.sentBy(51), inline.Load()
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		adverts, within := lan.sentBy(51)-sentBefore, int(inline.Load()-inlineBefore)
+		if adverts < 9 || within != adverts {
+			t.Fatalf("%d of %d adverts sent within the timer's call", within, adverts)
+		}
+		n1.stop(t)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if st := n2.state(); st != vrrp.StateMaster {
+			t.Fatalf("n2 is %v after its Master stopped", st)
 		}
 	})
 }
