@@ -144,8 +144,8 @@ func (mb *mailbox) postPacket(p *received) bool {
 
 // postWakeQuick flags the timer's expiry like postWake, but does not start
 // a goroutine for an idle election that has nothing else queued: claimed,
-// the caller now owns it and must run it (quickWake), then let it go with
-// letGo.
+// the caller now owns it and must run it (timerFired), then let it go
+// with letGo.
 func (mb *mailbox) postWakeQuick() (claimed bool) {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()

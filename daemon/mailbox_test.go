@@ -181,3 +181,48 @@ func TestMailboxPostIdleClaims(t *testing.T) {
 		}
 	})
 }
+
+// A timer's expiry claims an idle election with nothing else queued: the
+// timer's caller runs it and lets it go; anything posted meanwhile keeps
+// it owned, for its own goroutine. With something queued already, the
+// expiry starts that goroutine instead.
+func TestMailboxPostWakeQuickClaims(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var starts atomic.Int32
+		mb := newMailbox(2, func(*received) {})
+		mb.detach(func() { starts.Add(1) })
+		mb.next(allKinds, true) // idle
+		if !mb.postWakeQuick() {
+			t.Fatal("idle election not claimed")
+		}
+		if ev := mb.next(kindSet(evWake), false); ev.kind != evWake {
+			t.Fatalf("took %v, want the wake", ev.kind)
+		}
+		if mb.letGo() {
+			t.Fatal("nothing queued, yet kept")
+		}
+		if !mb.postWakeQuick() {
+			t.Fatal("let go, yet not claimed again")
+		}
+		mb.next(kindSet(evWake), false)
+		mb.postPacket(&received{}) // while the caller runs it: queued, no goroutine
+		synctest.Wait()
+		if starts.Load() != 0 || !mb.letGo() {
+			t.Fatalf("%d goroutines started, advert not kept for one", starts.Load())
+		}
+		mb.next(allKinds, true) // the advert
+		mb.next(allKinds, true) // idle again
+		mb.postOther(func() {})
+		synctest.Wait()
+		mb.mu.Lock()
+		mb.running = false // as if that goroutine had not yet taken it
+		mb.mu.Unlock()
+		if mb.postWakeQuick() {
+			t.Error("claimed with a command queued")
+		}
+		synctest.Wait()
+		if starts.Load() != 2 {
+			t.Errorf("%d goroutines started, want 2", starts.Load())
+		}
+	})
+}

@@ -25,8 +25,9 @@ type Group struct {
 	armedAt time.Time // the deadline the timerfd is armed for; zero: disarmed
 	closed  bool
 	spec    unix.ItimerSpec // the settime call's argument, kept: no escape per call
-	// firing holds the calls of the timers an expiry found due, made
-	// after the lock is let go; kept, so that an expiry allocates nothing.
+	// firing is the waiter's: the calls of the timers an expiry found
+	// due, made after the lock is let go; kept, so that an expiry
+	// allocates nothing.
 	firing []func()
 	// settimes counts the timerfd's re-armings, for tests: a Reset that
 	// leaves the earliest deadline where it was must make none.
