@@ -142,10 +142,10 @@ func (mb *mailbox) postPacket(p *received) bool {
 	return ok
 }
 
-// postWakeQuick flags the timer's expiry like postWake, but does not start
-// a goroutine for an idle election that has nothing else queued: claimed,
-// the caller now owns it and must run it (timerFired), then let it go
-// with letGo.
+// postWakeQuick flags the timer's expiry. Unlike the other posts it does
+// not start a goroutine for an idle election that has nothing else queued:
+// claimed, the caller now owns it and must run it (timerFired), then let
+// it go with letGo.
 func (mb *mailbox) postWakeQuick() (claimed bool) {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
@@ -282,7 +282,6 @@ func (mb *mailbox) flag(set func(*mailbox)) {
 	mb.posted()
 }
 
-func (mb *mailbox) postWake()  { mb.flag(func(mb *mailbox) { mb.wake = true }) }
 func (mb *mailbox) postStop()  { mb.flag(func(mb *mailbox) { mb.stop = true }) }
 func (mb *mailbox) postNudge() { mb.flag(func(mb *mailbox) { mb.nudge = true }) }
 

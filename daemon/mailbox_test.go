@@ -18,7 +18,7 @@ func TestMailboxOrder(t *testing.T) {
 	p1, p2 := &received{}, &received{}
 	mb.postNudge()
 	mb.postOther(&netif.Event{Kind: netif.LinkUp})
-	mb.postWake()
+	mb.postWakeQuick()
 	mb.postPacket(p1)
 	mb.postOther(&health.Status{Name: "api"})
 	mb.postOther(func() {})
@@ -129,7 +129,7 @@ func TestMailboxStartsOneGoroutinePerBurst(t *testing.T) {
 			}
 		}
 		// Posted while the starting goroutine owns the election: queued.
-		mb.postWake()
+		mb.postWakeQuick()
 		mb.postPacket(&received{})
 		synctest.Wait()
 		if starts.Load() != 0 {
