@@ -167,8 +167,9 @@ func (in *instance) onWake(out []vrrp.Action) {
 		}
 		if t != vrrp.TimerAdvert {
 			if in.quick {
-				// Not on the timers' goroutine: rearm below arms the
-				// timer at once, and its next call starts a goroutine.
+				// A precise deadline is not waited out on the timers'
+				// goroutine: rearm below arms the timer at once, and
+				// its next call starts the election's goroutine.
 				continue
 			}
 			in.waitUntil(due)
@@ -241,9 +242,9 @@ func (in *instance) newTimer() Timer {
 // steady Backup's early look at the adverts set aside: routineWake) runs
 // right there, for one wake-up: starting a goroutine for it and ending it
 // cost 40-70 µs of CPU a wake-up in the lab, where a Master's whole
-// wake-up costs about 450 and a Backup's 150.
-// Anything else (a precise deadline, a takeover, whatever else is
-// queued) gets the election's own goroutine, as before.
+// wake-up costs about 450 and a Backup's 150. Anything else (a precise
+// deadline, a takeover, whatever else is queued) gets the election's own
+// goroutine, as before.
 func (in *instance) timerFired() {
 	if !in.mb.postWakeQuick() {
 		return
