@@ -162,8 +162,9 @@ var errClosed = errors.New("ktimer: group closed")
 
 // New returns a stopped timer of the group that calls fire at each
 // expiry, on the group's goroutine, without the group's lock: fire may
-// reset or stop the group's timers, but the group's other timers wait for
-// it, so it must not block. Close releases it.
+// reset or stop the group's timers (a timer due in the same expiry is
+// called even if an earlier call stopped it), but the group's other
+// timers wait for it, so it must not block. Close releases it.
 func (g *Group) New(fire func()) (*Timer, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
