@@ -23,7 +23,7 @@ Usage:
                  [--daemons vipd,keepalived] [--steady 60s] [--out results] [-v]
   vipd-lab chaos [--vipd PATH] [--scenario NAME,...] [--daemons vipd,keepalived]
                  [--quick | --scale F] [--out results] [--list] [-v]
-  vipd-lab scale [--vipd PATH] [--quick] [--groups 1,16,64,255] [--intervals 1s,100ms,10ms] [--daemons vipd,keepalived] [--window 60s] [--bench FILE] [--out results]
+  vipd-lab scale [--vipd PATH] [--quick] [--groups 1,16,64,255] [--intervals 1s,100ms,10ms] [--daemons vipd,keepalived] [--window 60s] [--rounds 3] [--bench FILE] [--out results]
   vipd-lab bgp-bench [--vipd PATH] [--trials 3] [--faults graceful,link,silent] [--out results] [-v]
   vipd-lab migrate [--vipd PATH] [--interval 1s] [--settle 5s] [--out DIR] [-v]
                  replaces a keepalived (VRRPv2) group by vipd node by node, then moves it to VRRPv3

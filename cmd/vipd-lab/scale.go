@@ -33,12 +33,13 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	groups := fs.String("groups", "1,16,64,255", "group counts on one interface (1..255)")
 	groupsInterval := fs.Duration("groups-interval", time.Second, "advert interval of the N-groups, ARP-load and wake-up rows")
 	window := fs.Duration("window", 60*time.Second, "steady window per configuration")
+	rounds := fs.Int("rounds", 3, "pairs of labs, each built anew, measuring each one-group interval's quiet window")
 	arpRate := fs.Int("arp-rate", 2000, "background ARP requests a second for the ARP-load row (0 skips it)")
 	trials := fs.Int("trials", 3, "link cuts per daemon and interval for takeover - bound (0 skips them)")
 	bench := fs.String("bench", "", "reuse the cut trials of this bench.json (from `vipd-lab bench`) instead of running --trials")
 	failover := fs.Bool("failover", true, "cut the master of the largest group count and time every group's takeover")
 	perf := fs.Bool("perf", true, "count context switches with perf stat beside the wake-up window, when perf can")
-	quick := fs.Bool("quick", false, fmt.Sprintf("short run: --window %v, --groups %s, --trials %d (each unless given)", quickWindow, quickGroups, quickTrials))
+	quick := fs.Bool("quick", false, fmt.Sprintf("short run: --window %v, --groups %s, --trials %d, --rounds 1 (each unless given)", quickWindow, quickGroups, quickTrials))
 	out := fs.String("out", "results", "directory for scale.json and scale.txt")
 	logs := fs.Bool("logs", true, "keep every daemon's log in scale-logs under --out (emptied first)")
 	verbose := fs.Bool("v", false, "debug logging from the lab")
@@ -61,8 +62,11 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if !set["trials"] {
 			*trials = quickTrials
 		}
+		if !set["rounds"] {
+			*rounds = 1
+		}
 	}
-	cfg := lab.ScaleConfig{GroupsInterval: *groupsInterval, Window: *window, ARPRate: *arpRate, Trials: *trials,
+	cfg := lab.ScaleConfig{GroupsInterval: *groupsInterval, Window: *window, Rounds: *rounds, ARPRate: *arpRate, Trials: *trials,
 		Failover: *failover, Perf: *perf, VipdBinary: *vipd, KeepalivedBinary: *keepalived}
 	dnames := *daemons
 	if dnames == "" {
@@ -93,6 +97,9 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *arpRate < 0 || *trials < 0 {
 		errs = append(errs, errors.New("--arp-rate and --trials must not be negative"))
 	}
+	if *rounds < 1 {
+		errs = append(errs, fmt.Errorf("--rounds %d: want at least 1", *rounds))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
@@ -120,8 +127,8 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	cfg.Progress = func(line string) { fmt.Fprintln(stderr, line) }
-	fmt.Fprintf(stderr, "vipd-lab scale: %s; intervals %s; groups %s @%v; window %v; ARP %d/s; %s\n",
-		dnames, *intervals, *groups, *groupsInterval, *window, *arpRate, takeoverText(*bench, *trials))
+	fmt.Fprintf(stderr, "vipd-lab scale: %s; intervals %s (%d rounds); groups %s @%v; window %v; ARP %d/s; %s\n",
+		dnames, *intervals, *rounds, *groups, *groupsInterval, *window, *arpRate, takeoverText(*bench, *trials))
 
 	res, runErr := lab.RunScale(ctx, newLogger(stderr, *verbose), cfg)
 	if res == nil {
@@ -136,6 +143,9 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(&table, "  %s: %s\n", d, res.Versions[d])
 	}
 	fmt.Fprintln(&table, "  per node: mean over the 3 nodes [min..max]; cpu is scheduler time of all the daemon's processes")
+	if res.Config.Rounds > 1 {
+		fmt.Fprintf(&table, "  one group: %d rounds, each a vipd lab and a keepalived lab built anew and measured at once; the cells pool them\n", res.Config.Rounds)
+	}
 	fmt.Fprintln(&table)
 	if err := res.WriteTable(&table); err != nil {
 		return err

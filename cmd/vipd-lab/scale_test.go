@@ -66,6 +66,7 @@ func TestScaleFlagsRefused(t *testing.T) {
 		{"--daemons", "frr"},
 		{"--window", "100ms"},
 		{"--trials", "-1"},
+		{"--rounds", "0"},
 		{"--bench", filepath.Join(t.TempDir(), "none.json")},
 	} {
 		var stderr strings.Builder

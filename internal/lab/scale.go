@@ -46,6 +46,7 @@ type ScaleSettings struct {
 	Groups           []int     `json:"groups"`
 	GroupsIntervalMS float64   `json:"groups_interval_ms"`
 	WindowS          float64   `json:"window_s"`
+	Rounds           int       `json:"rounds,omitempty"`
 	ARPRate          int       `json:"arp_rate"`
 	Trials           int       `json:"trials"`
 	TakeoverSource   string    `json:"takeover_source"`
@@ -58,6 +59,9 @@ type ScaleWindow struct {
 	Daemon     string  `json:"daemon"`
 	IntervalMS float64 `json:"interval_ms"`
 	Groups     int     `json:"groups"`
+	// Round numbers the one-group labs of a configuration, from 1 (0: the
+	// N-groups labs, measured once).
+	Round int `json:"round,omitempty"`
 	// ARPRate is the background ARP load asked for (requests a second, 0:
 	// quiet); ARPSent is what the stranger managed to send.
 	ARPRate int         `json:"arp_rate"`
@@ -209,13 +213,27 @@ func (r scaleRow) ratioText() string {
 	return fmt.Sprintf("%.2f", r.vipd/r.keepalived)
 }
 
+// window is the first round's window of a configuration: the lab the ARP
+// load and the wake-up counts were measured in.
 func (r *ScaleResult) window(daemon string, ivMS float64, groups, arp int) (ScaleWindow, bool) {
-	for _, w := range r.Windows {
-		if w.Daemon == daemon && w.IntervalMS == ivMS && w.Groups == groups && w.ARPRate == arp {
+	for _, w := range r.windows(daemon, ivMS, groups, arp) {
+		if w.Round <= 1 {
 			return w, true
 		}
 	}
 	return ScaleWindow{}, false
+}
+
+// windows are every round's windows of a configuration, in the order
+// measured.
+func (r *ScaleResult) windows(daemon string, ivMS float64, groups, arp int) []ScaleWindow {
+	var ws []ScaleWindow
+	for _, w := range r.Windows {
+		if w.Daemon == daemon && w.IntervalMS == ivMS && w.Groups == groups && w.ARPRate == arp {
+			ws = append(ws, w)
+		}
+	}
+	return ws
 }
 
 // nodeMetric is a per-node figure of a window, already scaled.
@@ -243,30 +261,33 @@ func perfSwitchesPerMin(w ScaleWindow, n ScaleNode) (float64, bool) {
 }
 
 // windowRow renders one metric of the windows (daemon, interval, groups,
-// arp) as "mean [min..max]" over the nodes.
+// arp) as "mean [min..max]" over the nodes of every round: the mean of the
+// rounds' means, as each round has the same nodes.
 func (r *ScaleResult) windowRow(what, unit string, ivMS float64, groups, arp int, m nodeMetric) (scaleRow, bool) {
 	row := scaleRow{what: what, unit: unit, cells: map[string]string{}, vipd: math.NaN(), keepalived: math.NaN()}
 	found := false
 	for _, d := range r.Config.Daemons {
-		w, ok := r.window(d, ivMS, groups, arp)
-		if !ok {
+		ws := r.windows(d, ivMS, groups, arp)
+		if len(ws) == 0 {
 			continue
 		}
 		var xs []float64
-		for _, n := range w.Nodes {
-			if v, ok := m(w, n); ok {
-				xs = append(xs, v)
-			}
+		failed, stable := true, true // failed: every round did
+		for _, w := range ws {
+			vs := nodeValues(w, m)
+			xs = append(xs, vs...)
+			failed = failed && w.Error != "" && len(vs) == 0
+			stable = stable && (w.Stable || len(vs) == 0)
 		}
 		s := spreadOf(xs)
 		switch {
-		case w.Error != "" && s.N == 0:
+		case failed && s.N == 0:
 			row.cells[d] = "failed"
 		case s.N == 0:
 			continue
 		default:
 			row.cells[d] = fmt.Sprintf("%s [%s..%s]", fmtNum(s.Mean), fmtNum(s.Min), fmtNum(s.Max))
-			if !w.Stable {
+			if !stable {
 				row.cells[d] += " unstable"
 			}
 			switch d {
@@ -279,6 +300,47 @@ func (r *ScaleResult) windowRow(what, unit string, ivMS float64, groups, arp int
 		found = true
 	}
 	return row, found
+}
+
+// roundsRow lists a metric's mean over the nodes round by round, and the
+// ratio of each round's pair of labs; none when no configuration was
+// measured more than once.
+func (r *ScaleResult) roundsRow(what, unit string, ivMS float64, groups, arp int, m nodeMetric) (scaleRow, bool) {
+	row := scaleRow{what: what, unit: unit, cells: map[string]string{}}
+	means := map[string]map[int]float64{}
+	rounds := 0
+	for _, d := range r.Config.Daemons {
+		means[d] = map[int]float64{}
+		var texts []string
+		for _, w := range r.windows(d, ivMS, groups, arp) {
+			rounds = max(rounds, w.Round)
+			s := spreadOf(nodeValues(w, m))
+			if s.N == 0 {
+				texts = append(texts, "failed")
+				continue
+			}
+			means[d][w.Round] = s.Mean
+			texts = append(texts, fmtNum(s.Mean))
+		}
+		if len(texts) > 0 {
+			row.cells[d] = strings.Join(texts, " / ")
+		}
+	}
+	if rounds < 2 {
+		return row, false
+	}
+	var ratios []string
+	for k := 1; k <= rounds; k++ {
+		v, okv := means[Vipd.String()][k]
+		ka, okk := means[Keepalived.String()][k]
+		if !okv || !okk || ka <= 0 {
+			ratios = append(ratios, "-")
+			continue
+		}
+		ratios = append(ratios, fmt.Sprintf("%.2f", v/ka))
+	}
+	row.ratio = strings.Join(ratios, " / ")
+	return row, true
 }
 
 func groupsText(n int) string {
@@ -300,6 +362,7 @@ func (r *ScaleResult) rows() []scaleRow {
 	for _, iv := range r.Config.IntervalsMS {
 		at := fmt.Sprintf("1 group @%s", fmtInterval(iv))
 		add(r.windowRow("cpu per node, "+at, "ms/min", iv, 1, 0, cpuPerMin))
+		add(r.roundsRow("  by round (labs built anew)", "ms/min", iv, 1, 0, cpuPerMin))
 		add(r.windowRow("rss per node, "+at, "MiB", iv, 1, 0, rssMiB))
 		add(r.windowRow("  of it private (RssAnon)", "MiB", iv, 1, 0, anonMiB))
 	}

@@ -33,6 +33,13 @@ type ScaleConfig struct {
 	GroupsInterval time.Duration
 	// Window is each steady window (default 60s).
 	Window time.Duration
+	// Rounds is how many pairs of labs measure each one-group interval's
+	// quiet window, built anew each time (default 1). Where a lab's nodes
+	// land on the machine's CPUs moves a daemon's figure by up to 2× from
+	// one lab to the next (keepalived's at 100 ms: 75 to 143 ms/min per
+	// node in one day's runs), so one pair of labs can cross 1.0 either
+	// way; the rows pool the rounds and list each one.
+	Rounds int
 	// ARPRate is the background ARP load in requests a second (0: none).
 	ARPRate int
 	// Trials is the number of link cuts per daemon and interval for the
@@ -67,6 +74,7 @@ func RunScale(ctx context.Context, log *slog.Logger, cfg ScaleConfig) (*ScaleRes
 	if cfg.Window <= 0 {
 		cfg.Window = 60 * time.Second
 	}
+	cfg.Rounds = max(cfg.Rounds, 1)
 	if len(cfg.Intervals) == 0 && len(cfg.Groups) == 0 {
 		return nil, errNoGroups
 	}
@@ -93,7 +101,7 @@ func RunScale(ctx context.Context, log *slog.Logger, cfg ScaleConfig) (*ScaleRes
 		ivs = append(ivs, cfg.GroupsInterval)
 	}
 	res.Config = ScaleSettings{Groups: cfg.Groups, GroupsIntervalMS: ms(cfg.GroupsInterval), WindowS: cfg.Window.Seconds(),
-		ARPRate: cfg.ARPRate, Trials: cfg.Trials, Priorities: DefaultGroupConfig(3, time.Second).Priorities}
+		Rounds: cfg.Rounds, ARPRate: cfg.ARPRate, Trials: cfg.Trials, Priorities: DefaultGroupConfig(3, time.Second).Priorities}
 	for _, iv := range ivs {
 		res.Config.IntervalsMS = append(res.Config.IntervalsMS, ms(iv))
 	}
@@ -125,6 +133,14 @@ func RunScale(ctx context.Context, log *slog.Logger, cfg ScaleConfig) (*ScaleRes
 			break
 		}
 		r.oneGroup(ctx, iv)
+	}
+	for round := 2; round <= cfg.Rounds; round++ {
+		for _, iv := range ivs {
+			if err = ctx.Err(); err != nil {
+				break
+			}
+			r.oneGroupAgain(ctx, iv, round)
+		}
 	}
 	for _, n := range cfg.Groups {
 		if err = ctx.Err(); err != nil {
@@ -180,6 +196,7 @@ type scaleLab struct {
 	iv     time.Duration
 	groups []GroupConfig
 	logDir string // where close keeps the daemons' logs; "" drops them
+	round  int    // of the one-group labs, from 1; 0 for the others
 	lab    *Lab
 	g      *Group
 	master int
@@ -187,7 +204,11 @@ type scaleLab struct {
 }
 
 func (s *scaleLab) name() string {
-	return fmt.Sprintf("%s, %s @%v", s.kind, groupsText(len(s.groups)), s.iv)
+	name := fmt.Sprintf("%s, %s @%v", s.kind, groupsText(len(s.groups)), s.iv)
+	if s.round > 1 {
+		name += fmt.Sprintf(" (round %d)", s.round)
+	}
+	return name
 }
 
 // close tears the lab down (daemons, links, namespaces), keeping the
@@ -225,19 +246,20 @@ func eachLab(labs []*scaleLab, fn func(*scaleLab)) {
 }
 
 // setup builds one lab per daemon kind, at once, with n groups at iv, and
-// waits until each is stable with every VIP on its master.
-func (r *scaleRun) setup(ctx context.Context, n int, iv time.Duration, stranger bool) []*scaleLab {
+// waits until each is stable with every VIP on its master. round numbers
+// the one-group labs (0 for the others).
+func (r *scaleRun) setup(ctx context.Context, n int, iv time.Duration, round int, stranger bool) []*scaleLab {
 	labs := make([]*scaleLab, len(r.cfg.Daemons))
 	var wg sync.WaitGroup
 	for i, kind := range r.cfg.Daemons {
 		groups, _ := ScaleGroups(DefaultGroupConfig(3, iv), n) // n checked by RunScale
-		s := &scaleLab{kind: kind, iv: iv, groups: groups, logDir: r.cfg.LogDir}
+		s := &scaleLab{kind: kind, iv: iv, groups: groups, round: round, logDir: r.cfg.LogDir}
 		labs[i] = s
 		wg.Go(func() {
 			s.err = r.build(ctx, s, stranger)
 			if s.err != nil {
 				r.say("%s: %v", s.name(), s.err)
-				r.addWindow(ScaleWindow{Daemon: kind.String(), IntervalMS: ms(iv), Groups: n, Error: s.err.Error()})
+				r.addWindow(ScaleWindow{Daemon: kind.String(), IntervalMS: ms(iv), Groups: n, Round: round, Error: s.err.Error()})
 			}
 		})
 	}
@@ -369,7 +391,7 @@ func (r *scaleRun) addWindow(w ScaleWindow) {
 // takeover trials one lab at a time.
 func (r *scaleRun) oneGroup(ctx context.Context, iv time.Duration) {
 	rest := iv == r.cfg.GroupsInterval
-	labs := r.setup(ctx, 1, iv, rest && r.cfg.ARPRate > 0)
+	labs := r.setup(ctx, 1, iv, 1, rest && r.cfg.ARPRate > 0)
 	defer eachLab(labs, (*scaleLab).close)
 	for _, s := range labs {
 		if s.lab != nil && s.err != nil {
@@ -405,10 +427,23 @@ func (r *scaleRun) oneGroup(ctx context.Context, iv time.Duration) {
 	}
 }
 
+// oneGroupAgain measures the one-group configuration at iv again in labs
+// built anew: the quiet window of round.
+func (r *scaleRun) oneGroupAgain(ctx context.Context, iv time.Duration, round int) {
+	labs := r.setup(ctx, 1, iv, round, false)
+	defer eachLab(labs, (*scaleLab).close)
+	for _, s := range labs {
+		if s.lab != nil && s.err != nil {
+			s.close()
+		}
+	}
+	eachLab(labs, func(s *scaleLab) { r.window(ctx, s, 0, false) })
+}
+
 // nGroups is the n-groups configuration at GroupsInterval: one window, then
 // (failover) a link cut of the master in each lab in turn.
 func (r *scaleRun) nGroups(ctx context.Context, n int, failover bool) {
-	labs := r.setup(ctx, n, r.cfg.GroupsInterval, false)
+	labs := r.setup(ctx, n, r.cfg.GroupsInterval, 0, false)
 	defer eachLab(labs, (*scaleLab).close)
 	for _, s := range labs {
 		if s.lab != nil && s.err != nil {
@@ -441,7 +476,7 @@ func (r *scaleRun) nGroups(ctx context.Context, n int, failover bool) {
 // window measures every node's daemon over Window of the healthy lab s,
 // with background ARP at arpRate (0: quiet) and perf stat (perf).
 func (r *scaleRun) window(ctx context.Context, s *scaleLab, arpRate int, perf bool) {
-	w := ScaleWindow{Daemon: s.kind.String(), IntervalMS: ms(s.iv), Groups: len(s.groups), ARPRate: arpRate, Stable: true}
+	w := ScaleWindow{Daemon: s.kind.String(), IntervalMS: ms(s.iv), Groups: len(s.groups), Round: s.round, ARPRate: arpRate, Stable: true}
 	defer func() { r.addWindow(w) }()
 	fail := func(err error) {
 		w.Stable, w.Error = false, err.Error()

@@ -341,6 +341,71 @@ func TestScaleTable(t *testing.T) {
 	}
 }
 
+// A one-group configuration measured in several rounds: the cpu row pools
+// them (the ratio of the means), the round row lists each pair's ratio,
+// and the ARP load is against the quiet window of its own (first) lab.
+func TestScaleTableRounds(t *testing.T) {
+	win := func(d string, round, arp int, cpu ...float64) ScaleWindow {
+		w := ScaleWindow{Daemon: d, IntervalMS: 100, Groups: 1, Round: round, ARPRate: arp, WindowS: 60, Stable: true}
+		for i, c := range cpu {
+			w.Nodes = append(w.Nodes, ScaleNode{Node: i + 1, Role: "backup", Procs: 1, CPUMS: c, RSSMiB: 8})
+		}
+		return w
+	}
+	r := &ScaleResult{
+		Config: ScaleSettings{Daemons: []string{"vipd", "keepalived"}, IntervalsMS: []float64{100}, Groups: []int{1},
+			GroupsIntervalMS: 100, ARPRate: 2000, Rounds: 3},
+		Windows: []ScaleWindow{
+			win("vipd", 1, 0, 60, 60, 60),
+			win("keepalived", 1, 0, 100, 100, 100),
+			win("vipd", 1, 2000, 90, 90, 90),
+			win("keepalived", 1, 2000, 100, 100, 100),
+			// Round 2: vipd over keepalived, as one lab pair can be.
+			win("vipd", 2, 0, 80, 80, 80),
+			win("keepalived", 2, 0, 40, 40, 40),
+			{Daemon: "vipd", IntervalMS: 100, Groups: 1, Round: 3, Error: "lab: did not settle"},
+			win("keepalived", 3, 0, 70, 70, 70),
+		},
+	}
+	var b strings.Builder
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	t.Logf("table:\n%s", out)
+	row := func(prefix string) string {
+		for l := range strings.Lines(out) {
+			if strings.HasPrefix(l, prefix) {
+				return strings.Join(strings.Fields(strings.TrimPrefix(l, prefix)), " ")
+			}
+		}
+		t.Errorf("no row %q in\n%s", prefix, out)
+		return ""
+	}
+	// vipd (60+80)/2 = 70, keepalived (100+40+70)/3 = 70.
+	if got, want := row("cpu per node, 1 group @100ms "), "ms/min 70.00 [60.00..80.00] 70.00 [40.00..100.0] 1.00"; got != want {
+		t.Errorf("pooled cpu row = %q, want %q", got, want)
+	}
+	if got, want := row("  by round (labs built anew) "), "ms/min 60.00 / 80.00 / failed 100.0 / 40.00 / 70.00 0.60 / 2.00 / -"; got != want {
+		t.Errorf("round row = %q, want %q", got, want)
+	}
+	// 90/60 against round 1's quiet window, not the pooled 70.
+	if got := row("  ARP load / quiet "); !strings.HasPrefix(got, "x 1.50 1.00") {
+		t.Errorf("ARP row = %q, want vipd 1.50 and keepalived 1.00", got)
+	}
+	if !strings.Contains(out, "note: vipd, 1 group @100ms: lab: did not settle") {
+		t.Errorf("the failed round has no note:\n%s", out)
+	}
+	r.Windows = r.Windows[:4]
+	b.Reset()
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "by round") {
+		t.Errorf("a round row with one round:\n%s", b.String())
+	}
+}
+
 // The scale run keeps each daemon's log under a name that says which lab
 // it came from; a second lab of the same configuration adds to it.
 func TestKeepLog(t *testing.T) {
