@@ -32,8 +32,8 @@ demo: deps build
 # Failover benchmark, vipd beside keepalived in the same run (results/),
 # then the chaos suite (issue 11): faults, both daemons per scenario
 # (results/chaos.json, chaos.txt). CHAOSFLAGS=--quick for the short windows.
-# Then the scale run (issue 16): steady CPU, RSS and wake-ups per interval,
-# 1..255 groups, a 255-group failover, background ARP; it reuses the bench's
+# Then the scale run (issue 16): steady CPU, RSS and wake-ups per interval
+# (three rounds of labs built anew, pooled), 1..255 groups, a 255-group failover, background ARP; it reuses the bench's
 # cut trials (results/scale.json, scale.txt). SCALEFLAGS=--quick: ~2 minutes.
 CHAOSFLAGS ?=
 SCALEFLAGS ?=
