@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -18,7 +17,7 @@ import (
 // Its state reads MASTER while announcing and FAULT while withdrawn.
 
 // runAnycast is run for a bgp-anycast instance.
-func (in *instance) runAnycast(ctx context.Context) error {
+func (in *instance) runAnycast() error {
 	if in.routes == nil {
 		return fmt.Errorf("instance %q: bgp-anycast needs a [bgp] speaker", in.id.name)
 	}
@@ -29,16 +28,18 @@ func (in *instance) runAnycast(ctx context.Context) error {
 	in.evaluateAnycast("started")
 	// No election: nothing of the mailbox's but these, and the goroutine
 	// stays (one per anycast instance).
-	want := kindSet(evCmd, evTracker, evLink)
+	want := kindSet(evStop, evCmd, evTracker, evLink)
 	for {
 		// Nothing to do on a link event: the routers carry the VIPs.
-		if ev := in.mb.next(want, false); in.whileWaiting(ev) || ev.kind == evLink {
+		ev := in.mb.next(want, false)
+		if ev.kind == evStop {
+			in.stopAnycast()
+			return nil
+		}
+		if in.whileWaiting(ev) || ev.kind == evLink {
 			continue
 		}
 		select {
-		case <-ctx.Done():
-			in.stopAnycast()
-			return nil
 		case <-in.drainT.C:
 			// Still unhealthy after the drain: the routers have moved the
 			// flows to the other hosts; now the route goes.

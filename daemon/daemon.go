@@ -87,16 +87,21 @@ type Daemon struct {
 	// hooks still queued by stopped instances.
 	wg          sync.WaitGroup
 	hookRunners sync.WaitGroup
-	runCtx      context.Context
-	fatal       chan error
+	// running: Run has started the instances (those a reload adds start
+	// at once); stopping: Run is stopping them (one a reload adds is
+	// stopped as it starts). Guarded by mu.
+	running, stopping bool
+	fatal             chan error
+	// instHooks are shared by the instances: made for each, they were a
+	// hundred bytes of closures a group.
+	instHooks *instanceHooks
 }
 
 // running is an instance and its goroutine.
 type running struct {
-	in     *instance
-	cancel context.CancelFunc
-	done   chan struct{}
-	err    error // set before done is closed
+	in   *instance
+	done chan struct{}
+	err  error // set before done is closed
 }
 
 // Transition is one entry of the history.
@@ -131,8 +136,8 @@ func New(cfg *config.Config, log *slog.Logger, env Env, opts Options) (*Daemon, 
 	}
 	d.restoreHistory(opts.Handover)
 	places := newInstances(len(cfg.Instances))
-	for i, ic := range cfg.Instances {
-		in := d.newInstance(&places[i], ic, cfg)
+	for i := range cfg.Instances {
+		in := d.newInstance(&places[i], &cfg.Instances[i], cfg)
 		in.resume = opts.Handover.resumeFrom(in.id)
 		in.adopt = opts.Adopt && in.resume == nil
 		d.instances = append(d.instances, &running{in: in})
@@ -150,15 +155,18 @@ func New(cfg *config.Config, log *slog.Logger, env Env, opts Options) (*Daemon, 
 // theirs, and what their last state points to, until the next restart.
 func newInstances(n int) []instance { return make([]instance, n) }
 
-func (d *Daemon) newInstance(into *instance, ic config.Instance, cfg *config.Config) *instance {
-	in := newInstance(into, ic, pools{sockets: d.sockets, announcers: d.announcers, actions: d.actions, speaker: d.speaker}, cfg.Global.StateDir, d.log, d.env, d.hooks())
+func (d *Daemon) newInstance(into *instance, ic *config.Instance, cfg *config.Config) *instance {
+	if d.instHooks == nil {
+		d.instHooks = d.hooks()
+	}
+	in := newInstance(into, ic, pools{sockets: d.sockets, announcers: d.announcers, actions: d.actions, speaker: d.speaker}, cfg.Global.StateDir, d.log, d.env, d.instHooks)
 	in.probeEvery = probeEveryOn(cfg, ic)
 	return in
 }
 
 // hooks are what instances report to the daemon.
-func (d *Daemon) hooks() instanceHooks {
-	return instanceHooks{
+func (d *Daemon) hooks() *instanceHooks {
+	return &instanceHooks{
 		transition: func(name string, tr vrrp.Transition, late time.Duration) {
 			d.record(name, tr, late)
 			if d.opts.OnTransition != nil {
@@ -278,11 +286,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go func() { defer close(heldDone); d.heldWriter(heldCtx) }()
 	defer func() { stopHeld(); <-heldDone }()
 
-	runCtx, stopAll := context.WithCancel(ctx)
-	defer stopAll()
-
 	d.mu.Lock()
-	d.runCtx = runCtx
+	d.running = true
 	for _, r := range d.instances {
 		d.startLocked(r)
 	}
@@ -293,7 +298,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	case err = <-d.fatal:
 	}
-	stopAll()
+	d.stopAll()
 	d.wg.Wait()
 	// The stop hooks run before the daemon exits, each within its timeout.
 	d.hookRunners.Wait()
@@ -310,14 +315,27 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 // startLocked starts r's goroutine; d.mu must be held.
 func (d *Daemon) startLocked(r *running) {
-	ctx, cancel := context.WithCancel(d.runCtx)
-	r.cancel, r.done = cancel, make(chan struct{})
+	r.done = make(chan struct{})
 	d.wg.Add(1)
-	go r.in.run(ctx, func(err error) {
+	if d.stopping {
+		r.in.cancel()
+	}
+	go r.in.run(func(err error) {
 		defer d.wg.Done()
 		r.err = err
 		d.stopped(r)
 	})
+}
+
+// stopAll asks every instance to stop, and those a reload starts from now
+// on to stop as they start.
+func (d *Daemon) stopAll() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stopping = true
+	for _, r := range d.instances {
+		r.in.cancel()
+	}
 }
 
 // stopped reports an instance's end.

@@ -233,6 +233,36 @@ func TestWaitsForInterface(t *testing.T) {
 	})
 }
 
+// An instance still waiting for its interface stops with the daemon: the
+// stop reaches it through its mailbox, not a context of its own. Real
+// time, not a bubble: a stop that never arrived would keep the bubble's
+// goroutines, and the test, running.
+func TestStopWhileWaitingForInterface(t *testing.T) {
+	h := newFakeHost(&fakeLAN{}, "198.51.100.11")
+	h.exists = false
+	d, err := New(&config.Config{Instances: []config.Instance{testInstance(150)}}, testLogger(), h.env(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	for end := time.Now().Add(5 * time.Second); d.Snapshot()[0].Waiting == ""; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("never said it waits for its interface")
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("still waiting for its interface 10 s after the stop")
+	}
+}
+
 func TestMalformedAdvertsCountedAndDropped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lan := &fakeLAN{}

@@ -154,7 +154,7 @@ func (in *instance) waitHandoverDone(ctx context.Context, at time.Time) (Handove
 	defer t.Stop()
 	for {
 		in.pubMu.Lock()
-		r := in.pub.handover
+		r := in.pub.lastHandover()
 		in.pubMu.Unlock()
 		if !r.PriorityZeroAt.Before(at) && !r.RemovedAt.IsZero() {
 			return r, true

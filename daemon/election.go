@@ -11,7 +11,7 @@ import (
 )
 
 // machineConfig is the election's view of ic.
-func (in *instance) machineConfig(ic config.Instance) vrrp.Config {
+func (in *instance) machineConfig(ic *config.Instance) vrrp.Config {
 	cfg := vrrp.Config{
 		Interface:           ic.Interface,
 		VRID:                ic.VRID,
@@ -42,7 +42,7 @@ func (in *instance) machineConfig(ic config.Instance) vrrp.Config {
 
 // advertAuth is the VRRPv2 authentication ic sends and requires; config
 // has checked the password's length.
-func advertAuth(ic config.Instance) vrrp.Auth {
+func advertAuth(ic *config.Instance) vrrp.Auth {
 	if ic.AuthPass == "" {
 		return vrrp.Auth{}
 	}
@@ -53,7 +53,7 @@ func advertAuth(ic config.Instance) vrrp.Auth {
 // policyConfig is the announcement policy's view of ic, probing every
 // probe (probeEveryOn); without a claim monitor there is nothing to probe
 // for.
-func policyConfig(ic config.Instance, monitor bool, probe time.Duration) announce.Config {
+func policyConfig(ic *config.Instance, monitor bool, probe time.Duration) announce.Config {
 	cfg := announce.Config{
 		Repeat: ic.GARP.Repeat, Interval: ic.GARP.Interval, Refresh: ic.GARP.Refresh,
 		ClaimGrace: min(ic.AdvertInterval, conflictGrace),
@@ -78,7 +78,7 @@ func policyConfig(ic config.Instance, monitor bool, probe time.Duration) announc
 // at once, and every takeover probes at once (the Master it replaced may
 // have left the address behind): only a silent second owner that appears
 // later waits for its VIP's turn.
-func probeEveryOn(cfg *config.Config, ic config.Instance) time.Duration {
+func probeEveryOn(cfg *config.Config, ic *config.Instance) time.Duration {
 	var vips int
 	for _, other := range cfg.Instances {
 		if other.Interface == ic.Interface && !other.Announce.BGPMode() {

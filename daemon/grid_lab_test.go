@@ -144,7 +144,7 @@ func TestProbeEveryOnGrowsPastFourVIPs(t *testing.T) {
 		want time.Duration
 	}{{1, time.Second}, {4, time.Second}, {5, 2 * time.Second}, {16, 4 * time.Second}, {64, 16 * time.Second}, {255, 64 * time.Second}} {
 		cfg := cfgOf(tc.vips)
-		if got := probeEveryOn(cfg, cfg.Instances[0]); got != tc.want {
+		if got := probeEveryOn(cfg, &cfg.Instances[0]); got != tc.want {
 			t.Errorf("%d VIPs on the interface: a probe every %v, want %v", tc.vips, got, tc.want)
 		}
 	}
@@ -154,7 +154,7 @@ func TestProbeEveryOnGrowsPastFourVIPs(t *testing.T) {
 	elsewhere.Interface = "eth1"
 	elsewhere.VIPs = []netip.Prefix{vip(100), vip(101)}
 	cfg.Instances = append(cfg.Instances, elsewhere)
-	if got := probeEveryOn(cfg, cfg.Instances[0]); got != time.Second {
+	if got := probeEveryOn(cfg, &cfg.Instances[0]); got != time.Second {
 		t.Errorf("4 VIPs here and 2 on eth1: a probe every %v, want 1s", got)
 	}
 }

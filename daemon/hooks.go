@@ -199,7 +199,7 @@ func (w *hookLog) flush() {
 
 // runHook queues the notify hook of the state entered, if configured.
 func (in *instance) runHook(tr vrrp.Transition) {
-	if in.notify == nil || tr.Reason == vrrp.ReasonResumed {
+	if tr.Reason == vrrp.ReasonResumed {
 		return // a resumed Master did not change state
 	}
 	var argv []string
@@ -216,6 +216,11 @@ func (in *instance) runHook(tr vrrp.Transition) {
 	}
 	if len(argv) == 0 {
 		return
+	}
+	if in.notify == nil {
+		// Made at the first hook to run: most groups have none, and a
+		// reload may add some.
+		in.notify = newHookRunner(in.log, in.hooks.hookRunners)
 	}
 	vips := make([]string, 0, len(in.cfg.VIPs))
 	for _, v := range in.cfg.VIPs {

@@ -114,7 +114,7 @@ type instance struct {
 	probeEvery time.Duration
 	log        *slog.Logger
 	env        Env
-	hooks      instanceHooks
+	hooks      *instanceHooks // the daemon's, shared
 	stateDir   string
 
 	// mb is how the other goroutines reach the election (mailbox.go):
@@ -125,11 +125,13 @@ type instance struct {
 	once    sync.Once
 	stopped chan struct{}
 	filter  atomic.Pointer[readFilter] // read by the reader goroutine
-	// ctx ends the instance; end reports its end (run).
-	ctx       context.Context
-	end       func(error)
-	stopWatch func() bool
-	drive     func() // the goroutine a post starts (mailbox.spawn)
+	// quitting: cancel asked the instance to stop; end reports its end
+	// (run). Not a context of its own: with its cancel, the parent's
+	// record of it and the watch that posts the stop, one was about 800
+	// bytes a group.
+	quitting atomic.Bool
+	end      func(error)
+	drive    func() // the goroutine a post starts (mailbox.spawn)
 
 	counters counters
 	dropMu   sync.Mutex // guards drops, collision, collisionAt
@@ -138,8 +140,9 @@ type instance struct {
 	pubMu sync.Mutex // guards pub
 	pub   published
 
-	// Owned by run.
-	cfg    config.Instance
+	// Owned by run. cfg is the daemon's configuration's (config.Config
+	// is not changed once parsed; a reload points it at the next one's).
+	cfg    *config.Instance
 	m      *vrrp.Machine    // &machine once begin made it
 	policy *announce.Policy // &policyState once begin made it
 	// The election's state and its policy's live in the instance: one
@@ -239,7 +242,7 @@ type instanceHooks struct {
 
 // newInstance makes ic's instance in into (new(instance), or a place of
 // newInstances').
-func newInstance(into *instance, ic config.Instance, pools pools, stateDir string, log *slog.Logger, env Env, hooks instanceHooks) *instance {
+func newInstance(into *instance, ic *config.Instance, pools pools, stateDir string, log *slog.Logger, env Env, hooks *instanceHooks) *instance {
 	in := into
 	*in = instance{
 		id:           instanceID{name: ic.Name, ifname: ic.Interface, vrid: ic.VRID},
@@ -336,21 +339,31 @@ func (in *instance) wantsAddrEvent(p netip.Prefix) bool {
 
 func (in *instance) markReady() { in.once.Do(func() { close(in.ready) }) }
 
+// cancel asks the instance to stop, gracefully (a Master hands over), and
+// returns at once; run's end reports when it has stopped. Asked before run
+// starts, the instance stops as soon as it has started.
+func (in *instance) cancel() {
+	in.quitting.Store(true)
+	in.mb.postStop()
+}
+
+// errQuit: a phase that waited ended because the instance was asked to stop.
+var errQuit = errors.New("instance stopping")
+
 // run starts the instance on the calling goroutine and calls end, once,
 // when the instance has stopped (nil after a graceful stop). Once the
 // election has started, run returns; from then on a goroutine runs it
 // only while it has something to do (mailbox.go).
-func (in *instance) run(ctx context.Context, end func(error)) {
-	in.ctx, in.end = ctx, end
+func (in *instance) run(end func(error)) {
+	in.end = end
 	if err := in.setUp(); err != nil {
 		in.finish(err)
 		return
 	}
 	if in.cfg.Announce == config.AnnounceBGPAnycast {
-		in.finish(in.runAnycast(ctx))
+		in.finish(in.runAnycast())
 		return
 	}
-	in.stopWatch = context.AfterFunc(ctx, in.mb.postStop)
 	in.drive = func() { in.steady(false, nil) }
 	in.steady(true, nil)
 }
@@ -399,7 +412,7 @@ func (in *instance) steady(begin bool, sr *serialRun) {
 	for {
 		if begin {
 			sr.handOff()
-			stop, err := in.begin(in.ctx)
+			stop, err := in.begin()
 			if stop || err != nil {
 				in.finish(err)
 				return
@@ -456,10 +469,10 @@ func (in *instance) steady(begin bool, sr *serialRun) {
 	}
 }
 
-// setUp starts what the instance runs beside its election: the notify
-// hooks' runner, the trackers and (unless it is an anycast one) its timer.
+// setUp starts what the instance runs beside its election: the trackers
+// and (unless it is an anycast one) its timer. The notify hooks' runner
+// is made at the first hook to run (runHook).
 func (in *instance) setUp() error {
-	in.notify = newHookRunner(in.log, in.hooks.hookRunners)
 	ts, err := in.buildTrackers(in.cfg.Tracks)
 	if err != nil {
 		return err
@@ -474,15 +487,14 @@ func (in *instance) setUp() error {
 // finish undoes setUp, whatever part of it ran, tells those waiting for
 // the instance that it has stopped, and reports its end.
 func (in *instance) finish(err error) {
-	if in.stopWatch != nil {
-		in.stopWatch()
-	}
 	in.mb.close()
 	in.closeTimer()
 	in.stopTrackers()
-	if in.detach {
+	switch {
+	case in.notify == nil:
+	case in.detach:
 		in.notify.abandon()
-	} else {
+	default:
 		in.notify.close()
 	}
 	in.markReady()
@@ -495,10 +507,10 @@ func (in *instance) finish(err error) {
 // begin waits for the link, opens the sockets and starts (or, after the
 // link returned, resumes) the election. stop: ctx ended meanwhile, and the
 // instance stopped.
-func (in *instance) begin(ctx context.Context) (stop bool, err error) {
-	ifi, up, err := in.waitLink(ctx)
+func (in *instance) begin() (stop bool, err error) {
+	ifi, up, err := in.waitLink()
 	if err != nil {
-		if ctx.Err() != nil {
+		if in.quitting.Load() {
 			return true, in.stop()
 		}
 		return false, err
@@ -587,7 +599,7 @@ func (in *instance) onLink(ev *netif.Event, out []vrrp.Action) (gone bool) {
 // readFailed ends the instance when its socket can no longer be read.
 func (in *instance) readFailed() error {
 	err := in.sock.err
-	if in.ctx.Err() != nil {
+	if in.quitting.Load() {
 		return in.stop()
 	}
 	in.stop()

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -20,7 +19,7 @@ var errTentative = errors.New("the link-local address is still tentative (duplic
 // source is the address adverts go out from: unicast_source, or the
 // interface's primary IPv4 address, or for IPv6 its link-local address
 // once it has left the tentative state (RFC 5798 section 5.1.2.2).
-func (in *instance) source(ic config.Instance) (netip.Addr, error) {
+func (in *instance) source(ic *config.Instance) (netip.Addr, error) {
 	if ic.UnicastSource.IsValid() {
 		return ic.UnicastSource, nil
 	}
@@ -38,7 +37,7 @@ func (in *instance) source(ic config.Instance) (netip.Addr, error) {
 }
 
 // waitLink waits until the interface exists and has a source address.
-func (in *instance) waitLink(ctx context.Context) (*net.Interface, bool, error) {
+func (in *instance) waitLink() (*net.Interface, bool, error) {
 	logged := false
 	for {
 		info, err := in.env.Links.Link(in.cfg.Interface)
@@ -66,7 +65,7 @@ func (in *instance) waitLink(ctx context.Context) (*net.Interface, bool, error) 
 			in.setWaiting(waitReason(in.cfg, err))
 			logged = true
 		}
-		if err := in.awaitLinkEvent(ctx); err != nil {
+		if err := in.awaitLinkEvent(); err != nil {
 			return nil, false, err
 		}
 	}
@@ -89,7 +88,7 @@ func (in *instance) whileWaiting(ev event) bool {
 
 // awaitLinkEvent waits for a link event, or waitRetry, running the
 // commands and tracker changes that come meanwhile.
-func (in *instance) awaitLinkEvent(ctx context.Context) error {
+func (in *instance) awaitLinkEvent() error {
 	t := time.NewTimer(waitRetry)
 	defer t.Stop()
 	want := kindSet(evStop, evLink, evCmd, evTracker)
@@ -97,15 +96,13 @@ func (in *instance) awaitLinkEvent(ctx context.Context) error {
 		ev := in.mb.next(want, false)
 		switch {
 		case ev.kind == evStop:
-			return ctx.Err()
+			return errQuit
 		case ev.kind == evLink:
 			return nil
 		case in.whileWaiting(ev):
 			continue
 		}
 		select {
-		case <-ctx.Done():
-			return ctx.Err()
 		case <-in.mb.signal:
 		case <-t.C:
 			return nil
@@ -149,7 +146,7 @@ func (in *instance) openVRRP(ifi *net.Interface) error {
 	return nil
 }
 
-func mode(ic config.Instance) string {
+func mode(ic *config.Instance) string {
 	if len(ic.UnicastPeers) > 0 {
 		return "unicast"
 	}
@@ -197,7 +194,7 @@ func (in *instance) setWaiting(what string) {
 	in.pubMu.Unlock()
 }
 
-func waitWhat(ic config.Instance) string {
+func waitWhat(ic *config.Instance) string {
 	if ic.IPv6() {
 		return "waiting for the interface and its IPv6 link-local address to leave the tentative state"
 	}
@@ -205,4 +202,4 @@ func waitWhat(ic config.Instance) string {
 }
 
 // waitReason is what status says an instance waits for.
-func waitReason(ic config.Instance, err error) string { return waitWhat(ic) + ": " + err.Error() }
+func waitReason(ic *config.Instance, err error) string { return waitWhat(ic) + ": " + err.Error() }

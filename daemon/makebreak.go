@@ -116,7 +116,7 @@ func (in *instance) successorHeard(src netip.Addr) {
 	in.awaitSuccessor = false
 	now := in.env.Now()
 	in.pubMu.Lock()
-	h := &in.pub.handover
+	h := in.pub.handoverToFill()
 	h.Successor = src
 	if h.SuccessorAt.IsZero() {
 		h.SuccessorAt = now
@@ -135,11 +135,12 @@ func (in *instance) successorAnnounced(at time.Time, mac string) {
 		return
 	}
 	in.pubMu.Lock()
-	if in.pub.handover.SuccessorAt.IsZero() {
-		in.pub.handover.SuccessorAt = at
+	h := in.pub.handoverToFill()
+	if h.SuccessorAt.IsZero() {
+		h.SuccessorAt = at
 	}
-	if in.pub.handover.SuccessorMAC == "" {
-		in.pub.handover.SuccessorMAC = mac
+	if h.SuccessorMAC == "" {
+		h.SuccessorMAC = mac
 	}
 	in.pubMu.Unlock()
 }
@@ -159,9 +160,10 @@ func (in *instance) withdraw(late bool) {
 	in.holder.release()
 	now := in.env.Now()
 	in.pubMu.Lock()
-	in.pub.handover.RemovedAt, in.pub.handover.Late = now, late
+	h := in.pub.handoverToFill()
+	h.RemovedAt, h.Late = now, late
 	in.awaitSuccessor = in.awaitSuccessor && !late
-	r := in.pub.handover
+	r := *h
 	in.pubMu.Unlock()
 	if late {
 		in.log.Warn("handover: no successor took over within the bound; addresses removed anyway",
@@ -179,7 +181,7 @@ func (in *instance) withdraw(late bool) {
 
 func (in *instance) setHandover(r HandoverReport) {
 	in.pubMu.Lock()
-	in.pub.handover = r
+	*in.pub.handoverToFill() = r
 	in.pubMu.Unlock()
 }
 

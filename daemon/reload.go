@@ -106,7 +106,7 @@ type reloadPlan struct {
 	bgp     *bgp.Config // the speaker's new configuration; nil: unchanged
 	outcome ReloadOutcome
 	stop    []*running
-	start   []config.Instance
+	start   []*config.Instance // next's
 	keep    []*running
 	updates []*instanceUpdate // beside keep
 }
@@ -138,7 +138,8 @@ func (d *Daemon) plan(ctx context.Context, prev, next *config.Config) (*reloadPl
 		prevFollow[ic.Name] = ic.Follow
 		prevAnnounce[ic.Name] = ic.Announce
 	}
-	for _, ic := range next.Instances {
+	for i := range next.Instances {
+		ic := &next.Instances[i]
 		r, ok := byName[ic.Name]
 		delete(byName, ic.Name)
 		switch {
@@ -187,7 +188,7 @@ func (d *Daemon) plan(ctx context.Context, prev, next *config.Config) (*reloadPl
 // new ones.
 func (d *Daemon) commit(ctx context.Context, p *reloadPlan) error {
 	for _, r := range p.stop {
-		r.cancel()
+		r.in.cancel()
 		<-r.done
 	}
 	var errs []error
@@ -209,7 +210,7 @@ func (d *Daemon) commit(ctx context.Context, p *reloadPlan) error {
 	for _, ic := range p.start {
 		r := &running{in: d.newInstance(new(instance), ic, p.next)}
 		d.instances = append(d.instances, r)
-		if d.runCtx != nil {
+		if d.running {
 			d.startLocked(r)
 		}
 	}
@@ -219,7 +220,7 @@ func (d *Daemon) commit(ctx context.Context, p *reloadPlan) error {
 
 // instanceUpdate is one instance's prepared change.
 type instanceUpdate struct {
-	cfg      config.Instance
+	cfg      *config.Instance // the next configuration's
 	filter   readFilter
 	machine  vrrp.Config // valid when hasMachine
 	source   netip.Addr
@@ -233,7 +234,7 @@ type instanceUpdate struct {
 
 // prepare checks a changed configuration against the running instance, on
 // its goroutine, and builds what it needs; it changes nothing.
-func (in *instance) prepare(ic config.Instance) (*instanceUpdate, error) {
+func (in *instance) prepare(ic *config.Instance) (*instanceUpdate, error) {
 	old := in.cfg
 	u := &instanceUpdate{cfg: ic, filter: readFilter{peers: ic.UnicastPeers}}
 	note := func(format string, args ...any) {
@@ -312,7 +313,7 @@ func (in *instance) prepare(ic config.Instance) (*instanceUpdate, error) {
 
 // versionText is the version sent and, while moving between versions, the
 // other one accepted.
-func versionText(ic config.Instance) string {
+func versionText(ic *config.Instance) string {
 	if ic.AcceptOtherVersion {
 		return fmt.Sprintf("%d (accepting 2 and 3)", ic.Version)
 	}

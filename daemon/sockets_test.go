@@ -97,8 +97,8 @@ func BenchmarkSharedReceive(b *testing.B) {
 	s := &vrrpSocket{pool: pool, conn: conn, closing: make(chan struct{}), done: make(chan struct{}), failed: make(chan struct{}),
 		drops: newDropLog(dropLogPerSource, dropLogPerReason, dropLogWindow)}
 	host := newFakeHost(&fakeLAN{}, self.String())
-	in := newInstance(new(instance), config.Instance{Name: "b", Interface: "eth0", VRID: 51, Priority: 100, AdvertInterval: time.Second, VIPs: []netip.Prefix{testVIP}},
-		pools{sockets: pool, announcers: newAnnouncerPool(Env{})}, "", slog.New(slog.DiscardHandler), Env{Now: time.Now, Links: host}, instanceHooks{})
+	in := newInstance(new(instance), &config.Instance{Name: "b", Interface: "eth0", VRID: 51, Priority: 100, AdvertInterval: time.Second, VIPs: []netip.Prefix{testVIP}},
+		pools{sockets: pool, announcers: newAnnouncerPool(Env{})}, "", slog.New(slog.DiscardHandler), Env{Now: time.Now, Links: host}, &instanceHooks{})
 	s.subs[51].Store(in)
 	cfg := vrrp.Config{Interface: "eth0", VRID: 51, Priority: 100, AdvertInterval: time.Second, Primary: self, Addresses: []netip.Addr{testVIP.Addr()}}
 	m, err := vrrp.NewMachine(cfg, clock{time.Now})

@@ -97,11 +97,29 @@ type published struct {
 	master    vrrp.MasterInfo
 	lastSent  time.Time
 	trackers  []*health.Tracker
-	conflict  announce.Claim // the last claim of a VIP by another host
-	standDown bool           // holding the VIPs without announcing them
-	handover  HandoverReport // the last planned move
-	checksums []peerForm     // each peer's checksum form, or peerFormV2
-	waiting   string         // what the instance waits for before it can start
+	conflict  announce.Claim  // the last claim of a VIP by another host
+	standDown bool            // holding the VIPs without announcing them
+	handover  *HandoverReport // the last planned move; nil before one
+	checksums []peerForm      // each peer's checksum form, or peerFormV2
+	waiting   string          // what the instance waits for before it can start
+}
+
+// handoverToFill is the report of the planned move under way, made at the
+// first one: most groups never hand over. pubMu is held.
+func (p *published) handoverToFill() *HandoverReport {
+	if p.handover == nil {
+		p.handover = new(HandoverReport)
+	}
+	return p.handover
+}
+
+// lastHandover is the last planned move's report, zero before one; pubMu
+// is held.
+func (p *published) lastHandover() HandoverReport {
+	if p.handover == nil {
+		return HandoverReport{}
+	}
+	return *p.handover
 }
 
 // warningWindow is how long a conflict or collision stays in status.
@@ -148,6 +166,7 @@ func (in *instance) heldVIPs() (link string, vips []netip.Prefix) {
 func (in *instance) status() Status {
 	in.pubMu.Lock()
 	p := in.pub
+	handover := p.lastHandover() // p.handover is shared: copied under the lock
 	var checksums map[netip.Addr]string
 	for _, pf := range p.checksums {
 		if checksums == nil {
@@ -175,7 +194,7 @@ func (in *instance) status() Status {
 		Version:        p.version,
 		LastSent:       p.lastSent,
 		StandingDown:   p.standDown && p.state == vrrp.StateMaster,
-		Handover:       p.handover,
+		Handover:       handover,
 		Waiting:        p.waiting,
 		Announce:       in.announceMode,
 		VIPLink:        in.holder.ifname,

@@ -54,7 +54,9 @@ type Machine struct {
 	// otherwise: a link back soon enough resumes the term (SetLink).
 	flapFrom time.Time
 
-	mismatches [mismatchSlots]mismatchReport
+	// mismatches: made at the first address-list mismatch (a
+	// misconfiguration, which most groups never see).
+	mismatches *[mismatchSlots]mismatchReport
 	// A follower's leader: whether it is Master, and why, in words.
 	leader       bool
 	leaderCause  string

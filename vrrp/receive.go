@@ -119,6 +119,9 @@ func (m *Machine) learnt(adv MasterInfo) time.Duration {
 // Master_Down_Interval, and for at most mismatchSlots peers in that time.
 func (m *Machine) reportMismatch(out []Action, now time.Time, src netip.Addr) []Action {
 	window := m.MasterDownInterval()
+	if m.mismatches == nil {
+		m.mismatches = new([mismatchSlots]mismatchReport)
+	}
 	oldest := 0
 	for i := range m.mismatches {
 		r := &m.mismatches[i]
