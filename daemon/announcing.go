@@ -88,7 +88,7 @@ func (in *instance) probe() {
 func (in *instance) conflict(c announce.Claim) {
 	in.counters.conflicts.Add(1)
 	in.pubMu.Lock()
-	in.pub.conflict = c
+	in.pub.conflict = &c // never changed once published: status reads it unlocked
 	in.pubMu.Unlock()
 	if in.hooks.conflict != nil {
 		in.hooks.conflict(in.id.name)

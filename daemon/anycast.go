@@ -31,7 +31,7 @@ func (in *instance) runAnycast() error {
 	want := kindSet(evStop, evCmd, evTracker, evLink)
 	for {
 		// Nothing to do on a link event: the routers carry the VIPs.
-		ev := in.mb.next(want, false)
+		ev, signal := in.mb.nextOrWait(want)
 		if ev.kind == evStop {
 			in.stopAnycast()
 			return nil
@@ -46,7 +46,7 @@ func (in *instance) runAnycast() error {
 			if in.anycastFault != "" {
 				in.routes.withdraw(in.anycastFault)
 			}
-		case <-in.mb.signal:
+		case <-signal:
 		}
 	}
 }

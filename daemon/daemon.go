@@ -97,11 +97,10 @@ type Daemon struct {
 	instHooks *instanceHooks
 }
 
-// running is an instance and its goroutine.
+// running is an instance of the daemon's; in.stopped is closed once it
+// has stopped.
 type running struct {
-	in   *instance
-	done chan struct{}
-	err  error // set before done is closed
+	in *instance
 }
 
 // Transition is one entry of the history.
@@ -159,7 +158,7 @@ func (d *Daemon) newInstance(into *instance, ic *config.Instance, cfg *config.Co
 	if d.instHooks == nil {
 		d.instHooks = d.hooks()
 	}
-	in := newInstance(into, ic, pools{sockets: d.sockets, announcers: d.announcers, actions: d.actions, speaker: d.speaker}, cfg.Global.StateDir, d.log, d.env, d.instHooks)
+	in := newInstance(into, ic, pools{sockets: d.sockets, announcers: d.announcers, actions: d.actions, speaker: d.speaker}, cfg.Global.StateDir, d.log, &d.env, d.instHooks)
 	in.probeEvery = probeEveryOn(cfg, ic)
 	return in
 }
@@ -315,15 +314,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 // startLocked starts r's goroutine; d.mu must be held.
 func (d *Daemon) startLocked(r *running) {
-	r.done = make(chan struct{})
 	d.wg.Add(1)
 	if d.stopping {
 		r.in.cancel()
 	}
 	go r.in.run(func(err error) {
 		defer d.wg.Done()
-		r.err = err
-		d.stopped(r)
+		d.stopped(r, err)
 	})
 }
 
@@ -339,12 +336,11 @@ func (d *Daemon) stopAll() {
 }
 
 // stopped reports an instance's end.
-func (d *Daemon) stopped(r *running) {
-	close(r.done)
-	if r.err != nil {
-		d.log.Error("instance stopped", "instance", r.in.id.name, "error", r.err)
+func (d *Daemon) stopped(r *running, err error) {
+	if err != nil {
+		d.log.Error("instance stopped", "instance", r.in.id.name, "error", err)
 		select {
-		case d.fatal <- fmt.Errorf("instance %q: %w", r.in.id.name, r.err):
+		case d.fatal <- fmt.Errorf("instance %q: %w", r.in.id.name, err):
 		default:
 		}
 	}

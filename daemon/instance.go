@@ -113,7 +113,7 @@ type instance struct {
 	// (probeEveryOn); set before it runs, and by a reload.
 	probeEvery time.Duration
 	log        *slog.Logger
-	env        Env
+	env        *Env           // the daemon's, shared
 	hooks      *instanceHooks // the daemon's, shared
 	stateDir   string
 
@@ -242,7 +242,7 @@ type instanceHooks struct {
 
 // newInstance makes ic's instance in into (new(instance), or a place of
 // newInstances').
-func newInstance(into *instance, ic *config.Instance, pools pools, stateDir string, log *slog.Logger, env Env, hooks *instanceHooks) *instance {
+func newInstance(into *instance, ic *config.Instance, pools pools, stateDir string, log *slog.Logger, env *Env, hooks *instanceHooks) *instance {
 	in := into
 	*in = instance{
 		id:           instanceID{name: ic.Name, ifname: ic.Interface, vrid: ic.VRID},

@@ -93,7 +93,7 @@ func (in *instance) awaitLinkEvent() error {
 	defer t.Stop()
 	want := kindSet(evStop, evLink, evCmd, evTracker)
 	for {
-		ev := in.mb.next(want, false)
+		ev, signal := in.mb.nextOrWait(want)
 		switch {
 		case ev.kind == evStop:
 			return errQuit
@@ -103,7 +103,7 @@ func (in *instance) awaitLinkEvent() error {
 			continue
 		}
 		select {
-		case <-in.mb.signal:
+		case <-signal:
 		case <-t.C:
 			return nil
 		}

@@ -99,8 +99,9 @@ type mailbox struct {
 	nudge               bool
 	failed              bool
 	// running: a goroutine owns the election and takes what is posted;
-	// it is signalled in case it waits. Otherwise a post starts one with
-	// spawn (nil while the instance starts: its own goroutine runs it).
+	// it is signalled in case it waits (signal, made by the first wait:
+	// most elections never wait). Otherwise a post starts one with spawn
+	// (nil while the instance starts: its own goroutine runs it).
 	running bool
 	signal  chan struct{}
 	spawn   func()
@@ -117,13 +118,13 @@ func newMailbox(maxClaims int, free func(*received)) *mailbox {
 // init makes mb an empty mailbox, owned by the goroutine starting its
 // election.
 func (mb *mailbox) init(maxClaims int, free func(*received)) {
-	mb.maxClaims, mb.running, mb.signal, mb.free = maxClaims, true, make(chan struct{}, 1), free
+	mb.maxClaims, mb.running, mb.free = maxClaims, true, free
 }
 
 // posted wakes or starts the election's goroutine; mu is held.
 func (mb *mailbox) posted() {
 	if mb.running {
-		select {
+		select { // a nil signal: nobody waits
 		case mb.signal <- struct{}{}:
 		default:
 		}
@@ -298,6 +299,25 @@ func (mb *mailbox) postFailed() { mb.flag(func(mb *mailbox) { mb.failed = true }
 func (mb *mailbox) next(want kinds, letGo bool) event {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
+	return mb.nextLocked(want, letGo)
+}
+
+// nextOrWait is next for a phase that waits when nothing of want is
+// queued: then it returns the signal to wait on, made under the lock the
+// posts take, so none posted after this call goes unsignalled.
+func (mb *mailbox) nextOrWait(want kinds) (event, <-chan struct{}) {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	if ev := mb.nextLocked(want, false); ev.kind != evNone {
+		return ev, nil
+	}
+	if mb.signal == nil {
+		mb.signal = make(chan struct{}, 1)
+	}
+	return event{}, mb.signal
+}
+
+func (mb *mailbox) nextLocked(want kinds, letGo bool) event {
 	switch {
 	case mb.stop && want.has(evStop):
 		mb.stop = false

@@ -226,3 +226,30 @@ func TestMailboxPostWakeQuickClaims(t *testing.T) {
 		}
 	})
 }
+
+// The signal a waiting phase waits on is made by its first wait, under the
+// posts' lock: a post before then only queues, one after the look that
+// found nothing wakes the waiter.
+func TestMailboxWaitIsSignalled(t *testing.T) {
+	mb := newMailbox(8, func(*received) {})
+	mb.postOther(&netif.Event{Kind: netif.LinkUp})
+	if mb.signal != nil {
+		t.Error("a signal made before anything waited")
+	}
+	if ev, sig := mb.nextOrWait(kindSet(evLink)); ev.kind != evLink || sig != nil {
+		t.Fatalf("got %v (signal %v), want the link event queued before", ev.kind, sig)
+	}
+	ev, sig := mb.nextOrWait(kindSet(evLink))
+	if ev.kind != evNone || sig == nil {
+		t.Fatalf("got %v (signal %v), want nothing and a signal to wait on", ev.kind, sig)
+	}
+	mb.postOther(&netif.Event{Kind: netif.LinkDown})
+	select {
+	case <-sig:
+	default:
+		t.Fatal("a post after the look was not signalled")
+	}
+	if ev, _ := mb.nextOrWait(kindSet(evLink)); ev.kind != evLink || ev.link.Kind != netif.LinkDown {
+		t.Fatalf("got %v, want the link down posted", ev.kind)
+	}
+}

@@ -191,7 +191,7 @@ func (in *instance) setHandover(r HandoverReport) {
 func (in *instance) awaitHandover() {
 	want := kindSet(evPacket, evClaim, evWake)
 	for in.policy.HandingOver() {
-		switch ev := in.mb.next(want, false); ev.kind {
+		switch ev, signal := in.mb.nextOrWait(want); ev.kind {
 		case evPacket:
 			p := ev.packet
 			if p.adv.VRID == in.cfg.VRID && p.adv.Priority > 0 && p.src != in.primary {
@@ -207,7 +207,7 @@ func (in *instance) awaitHandover() {
 			in.policyWake()
 			in.rearm(in.env.Now())
 		default:
-			<-in.mb.signal
+			<-signal
 		}
 	}
 }

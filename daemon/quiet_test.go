@@ -295,7 +295,7 @@ func TestDeferredClearNudgesItsInstance(t *testing.T) {
 		host := newFakeHost(lan, "198.51.100.12")
 		mk := func(vrid uint8) *instance {
 			in := newInstance(new(instance), &config.Instance{Name: fmt.Sprint(vrid), Interface: "eth0", VRID: vrid, Priority: 100, AdvertInterval: time.Second, VIPs: []netip.Prefix{testVIP}},
-				pools{sockets: pool, announcers: newAnnouncerPool(Env{})}, "", slog.New(slog.DiscardHandler), Env{Now: time.Now, Links: host}, &instanceHooks{})
+				pools{sockets: pool, announcers: newAnnouncerPool(Env{})}, "", slog.New(slog.DiscardHandler), &Env{Now: time.Now, Links: host}, &instanceHooks{})
 			s.subs[vrid].Store(in)
 			return in
 		}

@@ -189,7 +189,7 @@ func (d *Daemon) plan(ctx context.Context, prev, next *config.Config) (*reloadPl
 func (d *Daemon) commit(ctx context.Context, p *reloadPlan) error {
 	for _, r := range p.stop {
 		r.in.cancel()
-		<-r.done
+		<-r.in.stopped
 	}
 	var errs []error
 	if p.bgp != nil {

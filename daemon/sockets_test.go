@@ -98,7 +98,7 @@ func BenchmarkSharedReceive(b *testing.B) {
 		drops: newDropLog(dropLogPerSource, dropLogPerReason, dropLogWindow)}
 	host := newFakeHost(&fakeLAN{}, self.String())
 	in := newInstance(new(instance), &config.Instance{Name: "b", Interface: "eth0", VRID: 51, Priority: 100, AdvertInterval: time.Second, VIPs: []netip.Prefix{testVIP}},
-		pools{sockets: pool, announcers: newAnnouncerPool(Env{})}, "", slog.New(slog.DiscardHandler), Env{Now: time.Now, Links: host}, &instanceHooks{})
+		pools{sockets: pool, announcers: newAnnouncerPool(Env{})}, "", slog.New(slog.DiscardHandler), &Env{Now: time.Now, Links: host}, &instanceHooks{})
 	s.subs[51].Store(in)
 	cfg := vrrp.Config{Interface: "eth0", VRID: 51, Priority: 100, AdvertInterval: time.Second, Primary: self, Addresses: []netip.Addr{testVIP.Addr()}}
 	m, err := vrrp.NewMachine(cfg, clock{time.Now})
@@ -118,11 +118,12 @@ func BenchmarkSharedReceive(b *testing.B) {
 	}()
 	b.ReportAllocs()
 	for b.Loop() {
-		p := in.mb.takePacket()
-		for p == nil {
-			<-in.mb.signal
-			p = in.mb.takePacket()
+		ev, signal := in.mb.nextOrWait(kindSet(evPacket))
+		for ev.kind == evNone {
+			<-signal
+			ev, signal = in.mb.nextOrWait(kindSet(evPacket))
 		}
+		p := ev.packet
 		if out, err = m.ReceiveAdvert(p.src, p.ttl, &p.adv, out[:0]); err != nil {
 			b.Fatal(err)
 		}

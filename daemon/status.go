@@ -97,7 +97,7 @@ type published struct {
 	master    vrrp.MasterInfo
 	lastSent  time.Time
 	trackers  []*health.Tracker
-	conflict  announce.Claim  // the last claim of a VIP by another host
+	conflict  *announce.Claim // the last claim of a VIP by another host; nil before one
 	standDown bool            // holding the VIPs without announcing them
 	handover  *HandoverReport // the last planned move; nil before one
 	checksums []peerForm      // each peer's checksum form, or peerFormV2
@@ -204,7 +204,7 @@ func (in *instance) status() Status {
 		slices.SortFunc(st.Routes, netip.Prefix.Compare)
 	}
 	st.PeerChecksums = checksums
-	if c := p.conflict; c.MAC != "" {
+	if c := p.conflict; c != nil && c.MAC != "" {
 		mac, _ := net.ParseMAC(c.MAC)
 		st.LastConflict = arp.Claim{IP: c.Addr, MAC: mac, At: c.At}
 	}
@@ -217,7 +217,7 @@ func (in *instance) status() Status {
 		})
 	}
 	now := in.env.Now()
-	if c := p.conflict; c.MAC != "" && now.Sub(c.At) < warningWindow {
+	if c := p.conflict; c != nil && c.MAC != "" && now.Sub(c.At) < warningWindow {
 		if st.StandingDown {
 			st.Warnings = append(st.Warnings, fmt.Sprintf("a second host claims %v from %v (last seen %v ago) and no advert comes from it: a VRRP partition? This Master holds the address but has stopped announcing it, so that clients are not moved back and forth",
 				c.Addr, c.MAC, now.Sub(c.At).Round(time.Second)))

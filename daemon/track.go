@@ -92,6 +92,9 @@ func (in *instance) buildTrackers(tracks []config.Track) ([]*health.Tracker, err
 // startTrackers runs ts until stopTrackers; their changes arrive in the
 // instance's mailbox.
 func (in *instance) startTrackers(ts []*health.Tracker, specs []config.Track) {
+	if len(ts) == 0 {
+		return // no set: most groups track nothing
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	set := &trackerSet{trackers: ts, specs: specs, cancel: cancel}
 	for _, t := range ts {
