@@ -89,9 +89,31 @@ type counters struct {
 	advertsReceived atomic.Uint64
 	garpSent        atomic.Uint64
 	transitions     atomic.Uint64
-	conflicts       atomic.Uint64                      // claims of our VIPs by another MAC while Master
-	overruns        atomic.Uint64                      // adverts lost because the loop was behind
-	drops           [vrrp.NumDropReasons]atomic.Uint64 // by vrrp.DropReason.Index
+	conflicts       atomic.Uint64 // claims of our VIPs by another MAC while Master
+	overruns        atomic.Uint64 // adverts lost because the loop was behind
+	// drops by vrrp.DropReason.Index, made at the first: most groups
+	// never drop an advert.
+	drops atomic.Pointer[[vrrp.NumDropReasons]atomic.Uint64]
+}
+
+// drop counts a discarded advert of reason i.
+func (c *counters) drop(i int) {
+	d := c.drops.Load()
+	if d == nil {
+		d = new([vrrp.NumDropReasons]atomic.Uint64)
+		if !c.drops.CompareAndSwap(nil, d) {
+			d = c.drops.Load()
+		}
+	}
+	d[i].Add(1)
+}
+
+// dropped is how many adverts were discarded for reason i.
+func (c *counters) dropped(i int) uint64 {
+	if d := c.drops.Load(); d != nil {
+		return d[i].Load()
+	}
+	return 0
 }
 
 // instance drives one virtual router: it feeds the election (vrrp.Machine)

@@ -40,7 +40,7 @@ func (in *instance) drop(err error, src netip.Addr, adv *vrrp.Advertisement) {
 		in.log.Error("unexpected error from the election", "error", err)
 		return
 	}
-	in.counters.drops[reason.Index()].Add(1)
+	in.counters.drop(reason.Index())
 	now := in.env.Now()
 	in.dropMu.Lock()
 	if in.drops == nil {

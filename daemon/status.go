@@ -241,7 +241,7 @@ func (in *instance) status() Status {
 	st.Conflicts = in.counters.conflicts.Load()
 	st.Drops = map[string]uint64{}
 	for _, r := range vrrp.DropReasons() {
-		if n := in.counters.drops[r.Index()].Load(); n > 0 {
+		if n := in.counters.dropped(r.Index()); n > 0 {
 			st.Drops[r.String()] = n
 		}
 	}
