@@ -14,10 +14,11 @@ import (
 
 // maxHeapPerGroup bounds the live heap a steady group costs the daemon:
 // its configuration, its instance, logger, address holder, pre-built
-// frames, its share of the filters. About 5.8 KiB on 2026-12-06 (7.7 that
+// frames, its share of the filters. About 5.0 KiB on 2026-12-06 (7.6 that
 // morning, when each group had a context of its own, a copy of its
-// configuration, a hook runner and closures to report to the daemon);
-// README, Memory.
+// configuration, a hook runner, closures to report to the daemon, and
+// channels, tracker set and drop counters it had no use for yet); README,
+// Memory.
 const maxHeapPerGroup = 7 << 10
 
 // A host's memory grows by a bounded amount a group: the live heap of a
