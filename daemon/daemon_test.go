@@ -233,10 +233,11 @@ func TestWaitsForInterface(t *testing.T) {
 	})
 }
 
-// An instance still waiting for its interface stops with the daemon: the
-// stop reaches it through its mailbox, not a context of its own. Real
-// time, not a bubble: a stop that never arrived would keep the bubble's
-// goroutines, and the test, running.
+// An instance still waiting for its interface stops with the daemon, at
+// once: the stop reaches it through its mailbox, which wakes the wait (its
+// look for the interface again, every waitRetry, would find it only up to
+// a second later). Real time, not a bubble: a stop that never arrived
+// would keep the bubble's goroutines, and the test, running.
 func TestStopWhileWaitingForInterface(t *testing.T) {
 	h := newFakeHost(&fakeLAN{}, "198.51.100.11")
 	h.exists = false
@@ -247,19 +248,28 @@ func TestStopWhileWaitingForInterface(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	for end := time.Now().Add(5 * time.Second); d.Snapshot()[0].Waiting == ""; time.Sleep(10 * time.Millisecond) {
+	// Waiting: its goroutine has made the signal it waits on.
+	mb := d.snapshot()[0].in.mb
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		mb.mu.Lock()
+		waiting := mb.signal != nil
+		mb.mu.Unlock()
+		if waiting {
+			break
+		}
 		if time.Now().After(end) {
-			t.Fatal("never said it waits for its interface")
+			t.Fatal("never waited for its interface")
 		}
 	}
+	time.Sleep(50 * time.Millisecond) // well inside its wait
 	cancel()
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Errorf("Run: %v", err)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("still waiting for its interface 10 s after the stop")
+	case <-time.After(waitRetry / 2):
+		t.Fatalf("still waiting for its interface %v after the stop", waitRetry/2)
 	}
 }
 

@@ -318,34 +318,47 @@ func TestReplacingAnInstanceDoesNotWaitForItsHooks(t *testing.T) {
 }
 
 // An instance without hooks has no hook runner until one is to run; hooks
-// a reload adds to it run all the same, the stop hook before the daemon
-// exits.
+// a reload adds to it run all the same: a Backup hook when the group moves,
+// and a stop hook that is the first to run, made at the stop, before the
+// daemon exits.
 func TestHooksAddedByAReloadRun(t *testing.T) {
-	lan := &fakeLAN{}
-	dir := t.TempDir()
-	ic := testInstance(150)
-	ic.AdvertInterval = 100 * time.Millisecond
-	n1 := startCfgNode(t, newFakeHost(lan, "198.51.100.11"), Options{}, ic)
-	waitState(t, n1, "k8s-api", vrrp.StateMaster, 5*time.Second)
-	next := ic
-	next.Notify = config.Notify{
-		Backup:  sh("echo \"$VIPD_STATE\" > " + filepath.Join(dir, "backup")),
-		Stop:    sh("echo \"$VIPD_STATE\" > " + filepath.Join(dir, "stop")),
-		Timeout: 10 * time.Second,
-	}
-	n1.edit(next)
-	n1.reload(t)
-	// A higher priority takes the group: the Backup hook runs.
-	n2 := startCfgNode(t, newFakeHost(lan, "198.51.100.12"), Options{}, testInstance(200))
-	waitState(t, n2, "k8s-api", vrrp.StateMaster, 5*time.Second)
-	waitFile(t, filepath.Join(dir, "backup"))
-	n1.stop(t)
-	b, err := os.ReadFile(filepath.Join(dir, "stop"))
-	if err != nil {
-		t.Fatalf("the stop hook did not run before the daemon exited: %v", err)
-	}
-	if got := strings.TrimSpace(string(b)); got != vrrp.StateInitialize.String() {
-		t.Errorf("stop hook saw VIPD_STATE=%q, want %q", got, vrrp.StateInitialize)
+	for _, tc := range []struct {
+		name  string
+		moves bool // a higher priority takes the group before the stop
+	}{{"backup then stop", true}, {"stop only", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			lan := &fakeLAN{}
+			dir := t.TempDir()
+			ic := testInstance(150)
+			ic.AdvertInterval = 100 * time.Millisecond
+			n1 := startCfgNode(t, newFakeHost(lan, "198.51.100.11"), Options{}, ic)
+			waitState(t, n1, "k8s-api", vrrp.StateMaster, 5*time.Second)
+			next := ic
+			next.Notify = config.Notify{
+				Stop:    sh("echo \"$VIPD_STATE\" > " + filepath.Join(dir, "stop")),
+				Timeout: 10 * time.Second,
+			}
+			if tc.moves {
+				next.Notify.Backup = sh("echo \"$VIPD_STATE\" > " + filepath.Join(dir, "backup"))
+			}
+			n1.edit(next)
+			n1.reload(t)
+			if tc.moves {
+				n2 := startCfgNode(t, newFakeHost(lan, "198.51.100.12"), Options{}, testInstance(200))
+				waitState(t, n2, "k8s-api", vrrp.StateMaster, 5*time.Second)
+				waitFile(t, filepath.Join(dir, "backup"))
+			} else if n1.d.snapshot()[0].in.notify != nil {
+				t.Error("a hook runner made before any hook ran")
+			}
+			n1.stop(t)
+			b, err := os.ReadFile(filepath.Join(dir, "stop"))
+			if err != nil {
+				t.Fatalf("the stop hook did not run before the daemon exited: %v", err)
+			}
+			if got := strings.TrimSpace(string(b)); got != vrrp.StateInitialize.String() {
+				t.Errorf("stop hook saw VIPD_STATE=%q, want %q", got, vrrp.StateInitialize)
+			}
+		})
 	}
 }
 
