@@ -314,18 +314,23 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 // startLocked starts r's goroutine; d.mu must be held.
 func (d *Daemon) startLocked(r *running) {
-	d.wg.Add(1)
 	if d.stopping {
-		r.in.cancel()
+		// A reload's instance, as Run stops them all: it never joins
+		// (it would take its VIPs to give them away at once), and Run,
+		// which may be waiting for the others already, does not wait
+		// for it.
+		r.in.finish(nil)
+		return
 	}
+	d.wg.Add(1)
 	go r.in.run(func(err error) {
 		defer d.wg.Done()
 		d.stopped(r, err)
 	})
 }
 
-// stopAll asks every instance to stop, and those a reload starts from now
-// on to stop as they start.
+// stopAll asks every instance to stop; those a reload adds from now on
+// are not started.
 func (d *Daemon) stopAll() {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -273,6 +273,51 @@ func TestStopWhileWaitingForInterface(t *testing.T) {
 	}
 }
 
+// An instance asked to stop before it joined its group never joins (no
+// socket, nothing to take and hand over at once), and one a reload adds
+// while the daemon stops is not started at all: Run, which may be waiting
+// for the others already, does not wait for it.
+func TestStoppedBeforeJoiningNeverJoins(t *testing.T) {
+	h := newFakeHost(&fakeLAN{}, "198.51.100.11")
+	cfg := &config.Config{Instances: []config.Instance{testInstance(150), testInstance(100)}}
+	cfg.Instances[1].Name, cfg.Instances[1].VRID = "other", 52
+	d, err := New(cfg, testLogger(), h.env(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := d.instances[0].in, d.instances[1]
+	first.cancel()
+	ended := make(chan error, 1)
+	first.run(func(err error) { ended <- err }) // returns once it has stopped
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Errorf("end: %v", err)
+		}
+	default:
+		t.Fatal("run returned before the instance ended")
+	}
+	d.mu.Lock()
+	d.stopping = true
+	d.startLocked(second)
+	d.mu.Unlock()
+	select {
+	case <-second.in.stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("an instance started while the daemon stops did not end")
+	}
+	if n := len(h.sockets()); n != 0 {
+		t.Errorf("%d VRRP sockets opened by instances stopped before joining", n)
+	}
+	waited := make(chan struct{})
+	go func() { d.wg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the daemon waits for an instance it never started")
+	}
+}
+
 func TestMalformedAdvertsCountedAndDropped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lan := &fakeLAN{}

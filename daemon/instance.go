@@ -362,8 +362,8 @@ func (in *instance) wantsAddrEvent(p netip.Prefix) bool {
 func (in *instance) markReady() { in.once.Do(func() { close(in.ready) }) }
 
 // cancel asks the instance to stop, gracefully (a Master hands over), and
-// returns at once; run's end reports when it has stopped. Asked before run
-// starts, the instance stops as soon as it has started.
+// returns at once; run's end reports when it has stopped. Asked before it
+// has joined its group, it stops without joining.
 func (in *instance) cancel() {
 	in.quitting.Store(true)
 	in.mb.postStop()
@@ -530,6 +530,11 @@ func (in *instance) finish(err error) {
 // link returned, resumes) the election. stop: ctx ended meanwhile, and the
 // instance stopped.
 func (in *instance) begin() (stop bool, err error) {
+	if in.quitting.Load() {
+		// Asked to stop before it joined (or rejoined): nothing to take
+		// only to hand it over at once.
+		return true, in.stop()
+	}
 	ifi, up, err := in.waitLink()
 	if err != nil {
 		if in.quitting.Load() {
