@@ -57,6 +57,7 @@ const exitCodes = `Exit status:
 `
 
 func main() {
+	noHeapProfile()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
