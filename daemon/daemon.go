@@ -88,8 +88,8 @@ type Daemon struct {
 	wg          sync.WaitGroup
 	hookRunners sync.WaitGroup
 	// running: Run has started the instances (those a reload adds start
-	// at once); stopping: Run is stopping them (one a reload adds is
-	// stopped as it starts). Guarded by mu.
+	// at once); stopping: Run is stopping them (one a reload adds is not
+	// started). Guarded by mu.
 	running, stopping bool
 	fatal             chan error
 	// instHooks are shared by the instances: made for each, they were a
