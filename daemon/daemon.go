@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -287,9 +288,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 	d.mu.Lock()
 	d.running = true
-	for _, r := range d.instances {
-		d.startLocked(r)
-	}
+	d.startAllLocked()
 	d.mu.Unlock()
 
 	var err error
@@ -322,11 +321,30 @@ func (d *Daemon) startLocked(r *running) {
 		r.in.finish(nil)
 		return
 	}
+	go r.in.run(d.endOf(r))
+}
+
+// startAllLocked starts Run's instances in as many lists as the runtime
+// runs goroutines at once, one after the other in each (startInstances);
+// d.mu must be held.
+func (d *Daemon) startAllLocked() {
+	lists := make([][]*instance, min(runtime.GOMAXPROCS(0), len(d.instances)))
+	for i, r := range d.instances {
+		r.in.end = d.endOf(r)
+		lists[i%len(lists)] = append(lists[i%len(lists)], r.in)
+	}
+	for _, l := range lists {
+		go startInstances(l)
+	}
+}
+
+// endOf is what r's instance calls when it has stopped.
+func (d *Daemon) endOf(r *running) func(error) {
 	d.wg.Add(1)
-	go r.in.run(func(err error) {
+	return func(err error) {
 		defer d.wg.Done()
 		d.stopped(r, err)
-	})
+	}
 }
 
 // stopAll asks every instance to stop; those a reload adds from now on

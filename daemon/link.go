@@ -37,7 +37,7 @@ func (in *instance) source(ic *config.Instance) (netip.Addr, error) {
 }
 
 // waitLink waits until the interface exists and has a source address.
-func (in *instance) waitLink() (*net.Interface, bool, error) {
+func (in *instance) waitLink(sr *serialRun) (*net.Interface, bool, error) {
 	logged := false
 	for {
 		info, err := in.env.Links.Link(in.cfg.Interface)
@@ -60,6 +60,7 @@ func (in *instance) waitLink() (*net.Interface, bool, error) {
 		if !errors.Is(err, netif.ErrNoLink) && !errors.Is(err, netif.ErrNoAddress) && !errors.Is(err, errTentative) && !errors.Is(err, netif.ErrDADFailed) {
 			return nil, false, fmt.Errorf("interface %s: %w", in.cfg.Interface, err)
 		}
+		sr.handOff() // the rest of a list does not wait for this link
 		if !logged {
 			in.log.Warn(waitWhat(in.cfg), "reason", err)
 			in.setWaiting(waitReason(in.cfg, err))
