@@ -18,7 +18,7 @@ import (
 // morning, when each group had a context of its own, a copy of its
 // configuration, a hook runner, closures to report to the daemon, and
 // channels, tracker set and drop counters it had no use for yet); README,
-// Memory.
+// "Memory, per group".
 const maxHeapPerGroup = 7 << 10
 
 // A host's memory grows by a bounded amount a group: the live heap of a
