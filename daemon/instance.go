@@ -385,6 +385,12 @@ func (in *instance) run(end func(error)) {
 // group. From a list (sr), it hands the rest of the list on before
 // anything that waits.
 func (in *instance) start(sr *serialRun) {
+	if in.quitting.Load() {
+		// Asked to stop while it waited its turn in a list: no trackers
+		// to start only to wait for their end, with the list behind it.
+		in.finish(in.stop())
+		return
+	}
 	if err := in.setUp(); err != nil {
 		in.finish(err)
 		return

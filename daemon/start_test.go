@@ -111,3 +111,41 @@ func TestStartWaitingForItsLinkLetsTheListGoOn(t *testing.T) {
 		}
 	})
 }
+
+// An instance asked to stop while it waits its turn in a list is not set
+// up when its turn comes: no timer, no trackers to start and then wait
+// for, with the rest of the list behind it.
+func TestStoppedInItsListSetsNothingUp(t *testing.T) {
+	h := newFakeHost(&fakeLAN{}, "198.51.100.11")
+	env := h.env()
+	var timers atomic.Int32
+	env.NewTimer = func(fire func()) (Timer, error) {
+		timers.Add(1)
+		t := time.AfterFunc(time.Hour, fire)
+		t.Stop()
+		return goTimer{t}, nil
+	}
+	d, err := New(&config.Config{Instances: []config.Instance{testInstance(150)}}, testLogger(), env, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := d.instances[0].in
+	in.cancel()
+	ended := make(chan error, 1)
+	in.end = func(err error) { ended <- err }
+	startInstances([]*instance{in}) // returns once it has stopped
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Errorf("end: %v", err)
+		}
+	default:
+		t.Fatal("the list went on before the instance ended")
+	}
+	if n := timers.Load(); n != 0 {
+		t.Errorf("%d timers made by an instance stopped before its turn", n)
+	}
+	if n := len(h.sockets()); n != 0 {
+		t.Errorf("%d VRRP sockets opened by an instance stopped before its turn", n)
+	}
+}
