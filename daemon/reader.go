@@ -35,8 +35,8 @@ type readFilter struct {
 // drop counts a discarded advert and logs it within the drop log's limits.
 // It runs on the reader's goroutine and on the loop's.
 func (in *instance) drop(err error, src netip.Addr, adv *vrrp.Advertisement) {
-	var reason vrrp.DropReason
-	if !errors.As(err, &reason) {
+	reason, ok := dropReason(err)
+	if !ok {
 		in.log.Error("unexpected error from the election", "error", err)
 		return
 	}
@@ -71,4 +71,15 @@ func (in *instance) drop(err error, src netip.Addr, adv *vrrp.Advertisement) {
 	default:
 		in.log.Warn("advert dropped", attrs...)
 	}
+}
+
+// dropReason is why err dropped an advert. The machine and the decoder
+// return a bare reason: asserted, it costs a flood of bad adverts no
+// allocation, where errors.As moves its target to the heap at each call.
+func dropReason(err error) (vrrp.DropReason, bool) {
+	if r, ok := err.(vrrp.DropReason); ok {
+		return r, true
+	}
+	var wrapped vrrp.DropReason
+	return wrapped, errors.As(err, &wrapped)
 }

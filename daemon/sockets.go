@@ -254,8 +254,8 @@ func (s *vrrpSocket) deliver(b []byte, info transport.PacketInfo) (overrun *inst
 // drop counts an advert no instance claims, once, and logs it within the
 // drop log's limits.
 func (s *vrrpSocket) drop(err error, src netip.Addr, adv *vrrp.Advertisement) {
-	var reason vrrp.DropReason
-	if !errors.As(err, &reason) {
+	reason, ok := dropReason(err)
+	if !ok {
 		return
 	}
 	s.unknown[reason.Index()].Add(1)
@@ -264,6 +264,9 @@ func (s *vrrpSocket) drop(err error, src netip.Addr, adv *vrrp.Advertisement) {
 	logIt := s.drops.allow(reason, src, now)
 	suppressed := s.drops.suppressed(now)
 	s.dropMu.Unlock()
+	if !logIt && len(suppressed) == 0 {
+		return // a flood's drops past the log's limits: counted only
+	}
 	log := s.pool.log.With("interface", s.ifname)
 	for _, sd := range suppressed {
 		log.Warn("more adverts dropped than logged", "reason", sd.Reason.String(), "suppressed", sd.Count)

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"io"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -224,5 +225,43 @@ func TestPeerFormsKeptPerPeer(t *testing.T) {
 	last := netip.AddrFrom4([4]byte{203, 0, 113, maxChecksumPeers - 1})
 	if !slices.ContainsFunc(in.pub.checksums, func(pf peerForm) bool { return pf.addr == last }) {
 		t.Errorf("the latest peer %v not kept: %v", last, in.pub.checksums)
+	}
+}
+
+// A flood of adverts for a VRID no instance has is counted and, past the
+// drop log's limits, costs no allocation: the interface's logger is made
+// only for a line that is written.
+func TestFloodOfBadAdvertsAllocatesNothing(t *testing.T) {
+	peer := netip.MustParseAddr("198.51.100.12")
+	pkt, _ := (&vrrp.Advertisement{VRID: 99, Priority: 200, Interval: time.Second, Addresses: []netip.Addr{testVIP.Addr()}}).Append(nil, peer, vrrp.GroupIPv4)
+	info := transport.PacketInfo{Src: peer, Dst: vrrp.GroupIPv4, TTL: 255, IfIndex: 2}
+	pool := newSocketPool(Env{Now: time.Now}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s := &vrrpSocket{pool: pool, ifname: "eth0", closing: make(chan struct{}),
+		drops: newDropLog(dropLogPerSource, dropLogPerReason, dropLogWindow)}
+	for range 3 {
+		s.deliver(pkt, info) // the first is logged; a source once a while
+	}
+	if allocs := testing.AllocsPerRun(200, func() { s.deliver(pkt, info) }); allocs != 0 {
+		t.Errorf("%.1f allocations an unknown VRID's advert, want 0", allocs)
+	}
+	if got := s.unknown[vrrp.DropVRID.Index()].Load(); got != 3+201 {
+		t.Errorf("%d drops counted", got)
+	}
+	// A malformed advert that names an instance's VRID is that instance's
+	// drop: as cheap.
+	host := newFakeHost(&fakeLAN{}, "198.51.100.11")
+	in := newInstance(new(instance), &config.Instance{Name: "b", Interface: "eth0", VRID: 51, Priority: 100, AdvertInterval: time.Second, VIPs: []netip.Prefix{testVIP}},
+		pools{sockets: pool, announcers: newAnnouncerPool(Env{})}, "", slog.New(slog.NewTextHandler(io.Discard, nil)), &Env{Now: time.Now, Links: host}, &instanceHooks{})
+	s.subs[51].Store(in)
+	bad, _ := (&vrrp.Advertisement{VRID: 51, Priority: 200, Interval: time.Second, Addresses: []netip.Addr{testVIP.Addr()}}).Append(nil, peer, vrrp.GroupIPv4)
+	bad[7] ^= 0xff // the checksum
+	for range 3 {
+		s.deliver(bad, info)
+	}
+	if allocs := testing.AllocsPerRun(200, func() { s.deliver(bad, info) }); allocs != 0 {
+		t.Errorf("%.1f allocations a malformed advert for an instance, want 0", allocs)
+	}
+	if got := in.status().Drops["checksum"]; got != 3+201 {
+		t.Errorf("the instance counted %d malformed adverts (%v)", got, in.status().Drops)
 	}
 }
