@@ -277,7 +277,7 @@ func newInstance(into *instance, ic *config.Instance, pools pools, stateDir stri
 		hooks:        hooks,
 		stateDir:     stateDir,
 		cfg:          ic,
-		log:          log.With("instance", ic.Name, "vrid", ic.VRID, "interface", ic.Interface),
+		log:          newInstanceLogger(log, &in.id),
 		env:          env,
 		ready:        make(chan struct{}),
 		stopped:      make(chan struct{}),
