@@ -250,6 +250,9 @@ func parse(name string, data []byte, hostname func() (string, error)) (*Config, 
 	cfg := &Config{Path: name}
 	cfg.Global = c.global(&raw.Global, hostname)
 	cfg.BGP = c.bgp(bgpPresent(doc), &raw.BGP)
+	// Sized once: the daemon's instances point into this slice for the
+	// life of the configuration, so its slack would stay too.
+	cfg.Instances = make([]Instance, 0, len(raw.Instance))
 	for i := range raw.Instance {
 		cfg.Instances = append(cfg.Instances, c.instance(i, &raw.Instance[i]))
 	}
