@@ -167,6 +167,7 @@ func (in *instance) exec(actions []vrrp.Action) {
 				"peer", a.Peer, "leader", in.follow)
 			in.dropMu.Lock()
 			in.collision = fmt.Sprintf("follower: %v advertises as Master on VRID %d too; the addresses follow the leader %q", a.Peer, in.id.vrid, in.follow)
+			in.collisionKey = 0
 			in.collisionAt = in.env.Now()
 			in.dropMu.Unlock()
 		case vrrp.ActDownTimerMismatch:
@@ -260,6 +261,7 @@ func (in *instance) addressMismatch(peer netip.Addr) {
 		"master", peer, "advert_addresses", theirs, "our_vips", in.cfg.VIPs)
 	in.dropMu.Lock()
 	in.collision = fmt.Sprintf("address list mismatch: the Master %v advertises %v, this host has %v", peer, theirs, in.cfg.VIPs)
+	in.collisionKey = 0
 	in.collisionAt = in.env.Now()
 	in.dropMu.Unlock()
 }

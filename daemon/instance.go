@@ -156,7 +156,7 @@ type instance struct {
 	drive    func() // the goroutine a post starts (mailbox.spawn)
 
 	counters counters
-	dropMu   sync.Mutex // guards drops, collision, collisionAt
+	dropMu   sync.Mutex // guards drops and the collision fields
 	drops    *dropLog   // made at the first drop: most groups never see one
 
 	pubMu sync.Mutex // guards pub
@@ -234,9 +234,12 @@ type instance struct {
 	rx           *received     // the advert whose actions run now
 	late         time.Duration // how late the timer whose actions run now fired
 
-	// collision is the latest VRID collision in words (dropMu).
-	collision   string
-	collisionAt time.Time
+	// collision is the latest VRID collision in words (dropMu), and
+	// collisionKey the dropped advert it describes (collisionKey), 0 when
+	// it describes none.
+	collision    string
+	collisionAt  time.Time
+	collisionKey uint64
 }
 
 // instanceID is what identifies an instance for its whole life: a reload

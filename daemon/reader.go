@@ -49,7 +49,12 @@ func (in *instance) drop(err error, src netip.Addr, adv *vrrp.Advertisement) {
 	logIt := in.drops.allow(reason, src, now)
 	suppressed := in.drops.suppressed(now)
 	if reason == vrrp.DropAddressList && adv != nil {
-		in.collision = fmt.Sprintf("VRID collision: %v advertises VRID %d with %v, not our addresses", src, adv.VRID, adv.Addresses)
+		// A colliding group's Master sends the same advert again and
+		// again: its words are made once, not at each advert.
+		if key := collisionKey(src, adv); key != in.collisionKey {
+			in.collision = fmt.Sprintf("VRID collision: %v advertises VRID %d with %v, not our addresses", src, adv.VRID, adv.Addresses)
+			in.collisionKey = key
+		}
 		in.collisionAt = now
 	}
 	in.dropMu.Unlock()
@@ -82,4 +87,21 @@ func dropReason(err error) (vrrp.DropReason, bool) {
 	}
 	var wrapped vrrp.DropReason
 	return wrapped, errors.As(err, &wrapped)
+}
+
+// collisionKey identifies a colliding advert by its source, VRID and
+// addresses (FNV-1a); never 0, which is no collision's.
+func collisionKey(src netip.Addr, adv *vrrp.Advertisement) uint64 {
+	h := uint64(14695981039346656037)
+	mix := func(a netip.Addr) {
+		for _, b := range a.As16() {
+			h = (h ^ uint64(b)) * 1099511628211
+		}
+	}
+	mix(src)
+	h = (h ^ uint64(adv.VRID)) * 1099511628211
+	for _, a := range adv.Addresses {
+		mix(a)
+	}
+	return h | 1
 }

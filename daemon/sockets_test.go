@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -263,5 +264,39 @@ func TestFloodOfBadAdvertsAllocatesNothing(t *testing.T) {
 	}
 	if got := in.status().Drops["checksum"]; got != 3+201 {
 		t.Errorf("the instance counted %d malformed adverts (%v)", got, in.status().Drops)
+	}
+}
+
+// Another group on our VRID sends the same advert again and again: the
+// drop is counted and the collision's words are made once, not at each
+// advert; another address list is put in words again.
+func TestCollisionFloodAllocatesNothing(t *testing.T) {
+	peer := netip.MustParseAddr("198.51.100.12")
+	host := newFakeHost(&fakeLAN{}, "198.51.100.11")
+	pool := newSocketPool(Env{Now: time.Now}, slog.New(slog.DiscardHandler))
+	in := newInstance(new(instance), &config.Instance{Name: "b", Interface: "eth0", VRID: 51, Priority: 100, AdvertInterval: time.Second, VIPs: []netip.Prefix{testVIP}},
+		pools{sockets: pool, announcers: newAnnouncerPool(Env{})}, "", slog.New(slog.DiscardHandler), &Env{Now: time.Now, Links: host}, &instanceHooks{})
+	theirs := &vrrp.Advertisement{VRID: 51, Priority: 100, Interval: time.Second, Addresses: []netip.Addr{netip.MustParseAddr("203.0.113.99")}}
+	for range 3 {
+		in.drop(vrrp.DropAddressList, peer, theirs)
+	}
+	if allocs := testing.AllocsPerRun(200, func() { in.drop(vrrp.DropAddressList, peer, theirs) }); allocs != 0 {
+		t.Errorf("%.1f allocations a colliding advert, want 0", allocs)
+	}
+	warned := func(addr string) bool {
+		for _, w := range in.status().Warnings {
+			if strings.Contains(w, "VRID collision") && strings.Contains(w, addr) {
+				return true
+			}
+		}
+		return false
+	}
+	if !warned("203.0.113.99") {
+		t.Errorf("status warnings %q, want the collision with 203.0.113.99", in.status().Warnings)
+	}
+	theirs.Addresses = []netip.Addr{netip.MustParseAddr("203.0.113.98")}
+	in.drop(vrrp.DropAddressList, peer, theirs)
+	if !warned("203.0.113.98") {
+		t.Errorf("status warnings %q, want the collision with 203.0.113.98 once its list changed", in.status().Warnings)
 	}
 }
