@@ -99,8 +99,7 @@ func BenchmarkSharedReceive(b *testing.B) {
 	s := &vrrpSocket{pool: pool, conn: conn, closing: make(chan struct{}), done: make(chan struct{}), failed: make(chan struct{}),
 		drops: newDropLog(dropLogPerSource, dropLogPerReason, dropLogWindow)}
 	host := newFakeHost(&fakeLAN{}, self.String())
-	in := newInstance(new(instance), &config.Instance{Name: "b", Interface: "eth0", VRID: 51, Priority: 100, AdvertInterval: time.Second, VIPs: []netip.Prefix{testVIP}},
-		pools{sockets: pool, announcers: newAnnouncerPool(Env{})}, "", slog.New(slog.DiscardHandler), &Env{Now: time.Now, Links: host}, &instanceHooks{})
+	in := loneInstance(pool, host, slog.New(slog.DiscardHandler))
 	s.subs[51].Store(in)
 	cfg := vrrp.Config{Interface: "eth0", VRID: 51, Priority: 100, AdvertInterval: time.Second, Primary: self, Addresses: []netip.Addr{testVIP.Addr()}}
 	m, err := vrrp.NewMachine(cfg, clock{time.Now})
@@ -251,8 +250,7 @@ func TestFloodOfBadAdvertsAllocatesNothing(t *testing.T) {
 	// A malformed advert that names an instance's VRID is that instance's
 	// drop: as cheap.
 	host := newFakeHost(&fakeLAN{}, "198.51.100.11")
-	in := newInstance(new(instance), &config.Instance{Name: "b", Interface: "eth0", VRID: 51, Priority: 100, AdvertInterval: time.Second, VIPs: []netip.Prefix{testVIP}},
-		pools{sockets: pool, announcers: newAnnouncerPool(Env{})}, "", slog.New(slog.NewTextHandler(io.Discard, nil)), &Env{Now: time.Now, Links: host}, &instanceHooks{})
+	in := loneInstance(pool, host, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	s.subs[51].Store(in)
 	bad, _ := (&vrrp.Advertisement{VRID: 51, Priority: 200, Interval: time.Second, Addresses: []netip.Addr{testVIP.Addr()}}).Append(nil, peer, vrrp.GroupIPv4)
 	bad[7] ^= 0xff // the checksum
@@ -274,8 +272,7 @@ func TestCollisionFloodAllocatesNothing(t *testing.T) {
 	peer := netip.MustParseAddr("198.51.100.12")
 	host := newFakeHost(&fakeLAN{}, "198.51.100.11")
 	pool := newSocketPool(Env{Now: time.Now}, slog.New(slog.DiscardHandler))
-	in := newInstance(new(instance), &config.Instance{Name: "b", Interface: "eth0", VRID: 51, Priority: 100, AdvertInterval: time.Second, VIPs: []netip.Prefix{testVIP}},
-		pools{sockets: pool, announcers: newAnnouncerPool(Env{})}, "", slog.New(slog.DiscardHandler), &Env{Now: time.Now, Links: host}, &instanceHooks{})
+	in := loneInstance(pool, host, slog.New(slog.DiscardHandler))
 	theirs := &vrrp.Advertisement{VRID: 51, Priority: 100, Interval: time.Second, Addresses: []netip.Addr{netip.MustParseAddr("203.0.113.99")}}
 	for range 3 {
 		in.drop(vrrp.DropAddressList, peer, theirs)
@@ -299,4 +296,11 @@ func TestCollisionFloodAllocatesNothing(t *testing.T) {
 	if !warned("203.0.113.98") {
 		t.Errorf("status warnings %q, want the collision with 203.0.113.98 once its list changed", in.status().Warnings)
 	}
+}
+
+// loneInstance is instance "b" (VRID 51, testVIP) as the daemon makes one,
+// on pool and host, not started: for tests that drive its socket's paths.
+func loneInstance(pool *socketPool, host *fakeHost, log *slog.Logger) *instance {
+	ic := &config.Instance{Name: "b", Interface: "eth0", VRID: 51, Priority: 100, AdvertInterval: time.Second, VIPs: []netip.Prefix{testVIP}}
+	return newInstance(new(instance), ic, pools{sockets: pool, announcers: newAnnouncerPool(Env{})}, "", log, &Env{Now: time.Now, Links: host}, &instanceHooks{})
 }
