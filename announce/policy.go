@@ -30,8 +30,11 @@ type Config struct {
 	Interval time.Duration
 	// Refresh re-announces while Master; zero never does.
 	Refresh time.Duration
-	// ProbeEvery is how often a Master asks who else holds its addresses;
-	// zero never (no claim monitor).
+	// Probe: a Master asks who else holds its addresses at each takeover
+	// and while it stands down for a claimant (there is a claim monitor
+	// to hear the answers), and then every ProbeEvery; zero ProbeEvery
+	// asks at those times only.
+	Probe      bool
 	ProbeEvery time.Duration
 	// ClaimGrace is how long a claim waits for an advert that explains it:
 	// a peer that preempts us sends its advert and then its announcement,
@@ -165,12 +168,16 @@ func New(cfg Config, ownMAC string) *Policy {
 func (p *Policy) Init(cfg Config, ownMAC string) { *p = Policy{cfg: cfg, ownMAC: ownMAC} }
 
 // SetConfig applies a reload. A changed refresh period takes effect now;
-// a shorter probe period brings a probe due later than it allows forward.
+// a shorter probe period brings a probe due later than it allows forward,
+// and routine probes turned on start within their period.
 func (p *Policy) SetConfig(cfg Config, now time.Time) {
 	old := p.cfg
 	p.cfg = cfg
-	if due := p.due[timerProbe]; p.held && !p.standingDown && cfg.ProbeEvery > 0 && due.After(now.Add(cfg.ProbeEvery)) {
+	if due := p.due[timerProbe]; p.held && !p.standingDown && cfg.Probe && cfg.ProbeEvery > 0 && (due.IsZero() || due.After(now.Add(cfg.ProbeEvery))) {
 		p.due[timerProbe] = now.Add(cfg.ProbeEvery)
+	}
+	if p.held && !p.standingDown && (!cfg.Probe || cfg.ProbeEvery == 0) {
+		p.due[timerProbe] = time.Time{}
 	}
 	if !p.held || old.Refresh == cfg.Refresh {
 		return
@@ -293,7 +300,7 @@ func (p *Policy) Reannounce(now time.Time, out []Action) []Action {
 		if p.cfg.Refresh > 0 {
 			p.due[timerRefresh] = now.Add(p.cfg.Refresh)
 		}
-		p.due[timerProbe] = now.Add(p.cfg.ProbeEvery)
+		p.nextProbe(now)
 	}
 	return p.startBurst(now, out)
 }
@@ -400,7 +407,7 @@ func (p *Policy) judgeClaim(now time.Time, out []Action) []Action {
 		out = append(out, Action{Kind: ActStandDown, Claim: c, Log: true})
 		// Ask at once whether it holds the address, then keep asking.
 		out = append(out, Action{Kind: ActProbe})
-		if p.cfg.ProbeEvery > 0 {
+		if p.cfg.Probe {
 			p.due[timerProbe] = now.Add(StandDownProbeEvery)
 		}
 		return out
@@ -461,11 +468,11 @@ func (p *Policy) burstStep(now time.Time, out []Action) []Action {
 }
 
 func (p *Policy) probe(now time.Time, out []Action) []Action {
-	if p.cfg.ProbeEvery <= 0 {
+	if !p.cfg.Probe {
 		return out
 	}
 	if !p.standingDown {
-		p.due[timerProbe] = now.Add(p.cfg.ProbeEvery)
+		p.nextProbe(now)
 		return append(out, Action{Kind: ActProbe})
 	}
 	if p.heardSinceProbe {
@@ -484,6 +491,14 @@ func (p *Policy) probe(now time.Time, out []Action) []Action {
 	if p.cfg.Refresh > 0 {
 		p.due[timerRefresh] = now.Add(p.cfg.Refresh)
 	}
-	p.due[timerProbe] = now.Add(p.cfg.ProbeEvery)
+	p.nextProbe(now)
 	return p.startBurst(now, out)
+}
+
+// nextProbe schedules the next routine probe, if there are any.
+func (p *Policy) nextProbe(now time.Time) {
+	p.due[timerProbe] = time.Time{}
+	if p.cfg.Probe && p.cfg.ProbeEvery > 0 {
+		p.due[timerProbe] = now.Add(p.cfg.ProbeEvery)
+	}
 }

@@ -19,7 +19,7 @@ const (
 )
 
 func testConfig() Config {
-	return Config{Repeat: 3, Interval: time.Second, Refresh: 0, ProbeEvery: time.Second, ClaimGrace: 20 * time.Millisecond}
+	return Config{Repeat: 3, Interval: time.Second, Refresh: 0, Probe: true, ProbeEvery: time.Second, ClaimGrace: 20 * time.Millisecond}
 }
 
 // run drives p until end, ticking at every deadline, and returns what it did
@@ -418,5 +418,50 @@ func TestSetConfigBringsTheProbeForward(t *testing.T) {
 	p.SetConfig(slow, now)
 	if got, want := p.due[timerProbe], now.Add(time.Second); !got.Equal(want) {
 		t.Errorf("after a reload back to 16 s the next probe is due at %v, want it left at %v", got.Sub(t0), want.Sub(t0))
+	}
+}
+
+// With no routine probes (garp.probe = 0s) a Master still asks at its
+// takeover and, standing down for a claimant, until the claimant is gone;
+// it then announces and asks nothing more. Without a claim monitor there
+// is no one to hear an answer, so it never asks.
+func TestProbesOnlyWhenNeededWithoutAPeriod(t *testing.T) {
+	cfg := testConfig()
+	cfg.ProbeEvery = 0
+	p := New(cfg, macA)
+	if got := kinds(p.TookOver(t0, nil)); got != "announce,probe" {
+		t.Fatalf("TookOver: %s, want announce,probe", got)
+	}
+	at := t0.Add(10 * time.Second)
+	if got, want := strings.Join(run(p, t0, at), "; "), "1s announce; 2s announce"; got != want {
+		t.Errorf("after the takeover:\n got %s\nwant %s", got, want)
+	}
+	p.Claimed(Claim{Addr: vip, MAC: macB, Announcement: true, At: at}, nil)
+	if got := kinds(p.Tick(at.Add(cfg.ClaimGrace), nil)); got != "stand_down+log,probe" {
+		t.Fatalf("an unexplained announcement: %s, want stand_down+log,probe", got)
+	}
+	// Nobody answers: the claimant is gone after StandDownMisses probes.
+	got := strings.Join(run(p, at, at.Add(time.Second)), "; ")
+	if !strings.Contains(got, "probe") || !strings.Contains(got, "resume") {
+		t.Fatalf("standing down without answers: %s, want probes, then resume", got)
+	}
+	if tail := run(p, at.Add(time.Second), at.Add(time.Minute)); strings.Contains(strings.Join(tail, ";"), "probe") {
+		t.Errorf("after resuming: %v, want no routine probes", tail)
+	}
+
+	// A reload turns them on, and off again.
+	p.SetConfig(testConfig(), at.Add(time.Minute))
+	if due, want := p.due[timerProbe], at.Add(time.Minute+time.Second); !due.Equal(want) {
+		t.Errorf("probes turned on by a reload: next at %v, want %v", due.Sub(t0), want.Sub(t0))
+	}
+	p.SetConfig(cfg, at.Add(time.Minute))
+	if due := p.due[timerProbe]; !due.IsZero() {
+		t.Errorf("probes turned off by a reload: one still due at %v", due.Sub(t0))
+	}
+
+	cfg.Probe = false
+	q := New(cfg, macA)
+	if got := kinds(q.TookOver(t0, nil)); got != "announce" {
+		t.Errorf("TookOver without a claim monitor: %s, want announce", got)
 	}
 }

@@ -176,6 +176,10 @@ type GARP struct {
 	Repeat   int           // announcements after each takeover
 	Interval time.Duration // between them
 	Refresh  time.Duration // periodic re-announcement while Master; 0 = off
+	// Probe is how often a Master asks who else holds its VIPs (an ARP
+	// probe; IPv6: a Neighbor Solicitation); 0 = only at a takeover and
+	// while it stands down for a second owner.
+	Probe time.Duration
 }
 
 // IPv6 reports whether the instance's VIPs, and so its adverts, peers and

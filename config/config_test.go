@@ -62,7 +62,7 @@ func defaults(name, ifname string, vrid uint8, vips ...string) Instance {
 		Priority:       100,
 		AdvertInterval: time.Second,
 		Preempt:        true,
-		GARP:           GARP{Repeat: 5, Interval: time.Second},
+		GARP:           GARP{Repeat: 5, Interval: time.Second, Probe: time.Second},
 		Notify:         Notify{Timeout: 10 * time.Second},
 
 		SplitBrainRecovery: true,
@@ -200,7 +200,7 @@ timeout = "10m"
 					UnicastMinTTL:  1,
 					UnicastMaxTTL:  254,
 					Checksum:       vrrp.ChecksumNoPseudoHeader,
-					GARP:           GARP{Repeat: 100, Interval: 10 * time.Millisecond, Refresh: time.Second},
+					GARP:           GARP{Repeat: 100, Interval: 10 * time.Millisecond, Refresh: time.Second, Probe: time.Second},
 					Tracks: []Track{
 						{
 							Name: "apiserver", Type: "http", Weight: 254, Fall: 100, Rise: 1, Interval: time.Hour, Timeout: 59 * time.Minute,
@@ -249,7 +249,7 @@ name = "b.2_x-y"
 interface = "eth1"
 vrid = 1
 vips = ["192.0.2.2/32"]
-garp = { refresh = "0s", interval = "1m" }
+garp = { refresh = "0s", interval = "1m", probe = "0s" }
 
 [[instance]]
 name = "c"
@@ -271,7 +271,7 @@ vips = [
 					}(),
 					func() Instance {
 						in := defaults("b.2_x-y", "eth1", 1, "192.0.2.2/32")
-						in.GARP.Interval = time.Minute
+						in.GARP.Interval, in.GARP.Probe = time.Minute, 0
 						return in
 					}(),
 					defaults("c", "bond0.100", 255, "192.0.2.3/32", "192.0.2.4/32"),
@@ -594,15 +594,17 @@ func TestParseRefusals(t *testing.T) {
 		{"preempt_delay too long", base + "preempt_delay = \"61m\"\n", []string{
 			`vipd.toml:6: instance "k8s-api": preempt_delay "61m" out of range 0s..1h`,
 		}},
-		{"garp ranges", base + "[instance.garp]\nrepeat = 0\ninterval = \"2m\"\nrefresh = \"500ms\"\n", []string{
+		{"garp ranges", base + "[instance.garp]\nrepeat = 0\ninterval = \"2m\"\nrefresh = \"500ms\"\nprobe = \"999ms\"\n", []string{
 			`vipd.toml:7: instance "k8s-api": garp.repeat 0 out of range 1..100`,
 			`vipd.toml:8: instance "k8s-api": garp.interval "2m" out of range 10ms..1m`,
 			`vipd.toml:9: instance "k8s-api": garp.refresh "500ms" must be 0s (off) or at least 1s`,
+			`vipd.toml:10: instance "k8s-api": garp.probe "999ms" must be 0s (only at a takeover) or at least 1s`,
 		}},
-		{"garp ranges, other ends", base + "[instance.garp]\nrepeat = 101\ninterval = \"9ms\"\nrefresh = \"-1s\"\n", []string{
+		{"garp ranges, other ends", base + "[instance.garp]\nrepeat = 101\ninterval = \"9ms\"\nrefresh = \"-1s\"\nprobe = \"-1s\"\n", []string{
 			`vipd.toml:7: instance "k8s-api": garp.repeat 101 out of range 1..100`,
 			`vipd.toml:8: instance "k8s-api": garp.interval "9ms" out of range 10ms..1m`,
 			`vipd.toml:9: instance "k8s-api": garp.refresh "-1s" must be 0s (off) or at least 1s`,
+			`vipd.toml:10: instance "k8s-api": garp.probe "-1s" must be 0s (only at a takeover) or at least 1s`,
 		}},
 
 		// Names.

@@ -76,6 +76,7 @@ type rawGARP struct {
 	Repeat   field `toml:"repeat"`
 	Interval field `toml:"interval"`
 	Refresh  field `toml:"refresh"`
+	Probe    field `toml:"probe"`
 }
 
 type rawTrack struct {

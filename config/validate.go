@@ -36,6 +36,8 @@ const (
 	minGARPInterval     = 10 * time.Millisecond
 	maxGARPInterval     = time.Minute
 	minGARPRefresh      = time.Second
+	defaultGARPProbe    = time.Second
+	minGARPProbe        = time.Second
 )
 
 // instanceLabels names each [[instance]] for messages, and each of its
@@ -187,7 +189,7 @@ func (c *checker) instance(i int, r *rawInstance) Instance {
 		Priority:           defaultPriority,
 		AdvertInterval:     defaultAdvertInterval,
 		Preempt:            true,
-		GARP:               GARP{Repeat: defaultGARPRepeat, Interval: defaultGARPInterval},
+		GARP:               GARP{Repeat: defaultGARPRepeat, Interval: defaultGARPInterval, Probe: defaultGARPProbe},
 		Notify:             Notify{Timeout: defaultNotifyTimeout},
 		SplitBrainRecovery: true,
 		MasterDownAdverts:  vrrp.DefaultMasterDownAdverts,
@@ -379,6 +381,13 @@ func (c *checker) instance(i int, r *rawInstance) Instance {
 			c.add(garp("refresh"), "garp.refresh %q must be 0s (off) or at least 1s", r.GARP.Refresh.val)
 		} else {
 			in.GARP.Refresh = d
+		}
+	}
+	if d, ok := c.anyDuration(r.GARP.Probe, garp("probe")); ok {
+		if d < 0 || d != 0 && d < minGARPProbe {
+			c.add(garp("probe"), "garp.probe %q must be 0s (only at a takeover) or at least 1s", r.GARP.Probe.val)
+		} else {
+			in.GARP.Probe = d
 		}
 	}
 

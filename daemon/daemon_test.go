@@ -21,7 +21,7 @@ func testInstance(prio uint8) config.Instance {
 	return config.Instance{
 		Name: "k8s-api", Interface: "eth0", VRID: 51, Priority: prio,
 		AdvertInterval: time.Second, VIPs: []netip.Prefix{testVIP}, Preempt: true,
-		GARP: config.GARP{Repeat: 5, Interval: time.Second}, SplitBrainRecovery: true,
+		GARP: config.GARP{Repeat: 5, Interval: time.Second, Probe: time.Second}, SplitBrainRecovery: true,
 	}
 }
 

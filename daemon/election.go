@@ -51,8 +51,8 @@ func advertAuth(ic *config.Instance) vrrp.Auth {
 }
 
 // policyConfig is the announcement policy's view of ic, probing every
-// probe (probeEveryOn); without a claim monitor there is nothing to probe
-// for.
+// probe (probeEveryOn; zero: at a takeover and while standing down only);
+// without a claim monitor there is nothing to probe for.
 func policyConfig(ic *config.Instance, monitor bool, probe time.Duration) announce.Config {
 	cfg := announce.Config{
 		Repeat: ic.GARP.Repeat, Interval: ic.GARP.Interval, Refresh: ic.GARP.Refresh,
@@ -64,33 +64,37 @@ func policyConfig(ic *config.Instance, monitor bool, probe time.Duration) announ
 		cfg.Repeat, cfg.Refresh, cfg.SuccessorWait = 1, 0, max(ic.BGP.GracefulShutdownTime, announce.SuccessorAnnounceWait)
 	}
 	if monitor {
-		cfg.ProbeEvery = max(probe, probeEvery)
+		cfg.Probe, cfg.ProbeEvery = true, probe
 	}
 	return cfg
 }
 
 // probeEveryOn is how often ic's Master probes for a second owner of each
-// VIP: every probeEvery, and less often when the interface carries more
-// than probesPerSecond VIPs, so that one interface broadcasts at most about
-// that many probes a second however many groups it has. Each probe is a
-// broadcast every host of the segment processes; keepalived sends none. A
-// foreign claim (a gratuitous ARP, an answer to a client) is still heard
-// at once, and every takeover probes at once (the Master it replaced may
-// have left the address behind): only a silent second owner that appears
-// later waits for its VIP's turn.
+// VIP: every garp.probe (zero: never routinely), and less often when the
+// probing instances of the interface carry more than probesPerSecond VIPs,
+// so that one interface broadcasts at most about that many probes a second
+// however many groups it has. Each probe is a broadcast every host of the
+// segment processes; keepalived sends none. A foreign claim (a gratuitous
+// ARP, an answer to a client) is still heard at once, and every takeover
+// probes at once (the Master it replaced may have left the address
+// behind): only a silent second owner that appears later waits for its
+// VIP's turn.
 func probeEveryOn(cfg *config.Config, ic *config.Instance) time.Duration {
+	if ic.GARP.Probe <= 0 {
+		return 0
+	}
 	var vips int
 	for _, other := range cfg.Instances {
-		if other.Interface == ic.Interface && !other.Announce.BGPMode() {
+		if other.Interface == ic.Interface && !other.Announce.BGPMode() && other.GARP.Probe > 0 {
 			vips += len(other.VIPs)
 		}
 	}
 	rounds := max(1, (vips+probesPerSecond-1)/probesPerSecond)
-	return probeEvery * time.Duration(rounds)
+	return max(ic.GARP.Probe, probeEvery*time.Duration(rounds))
 }
 
 const (
-	// probeEvery is how often a Master asks who else has its VIPs, and
+	// probeEvery is the shortest period of a Master's routine probes, and
 	// probesPerSecond how many an interface sends at most (probeEveryOn).
 	// Four, not sixteen: on a bridge a probe costs its sender as much as an
 	// advert (every receiver's kernel runs on the sender's time), and

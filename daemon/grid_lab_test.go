@@ -128,6 +128,38 @@ func TestProbesOfAnInterfaceAreBounded(t *testing.T) {
 	})
 }
 
+// garp.probe = 0s: the Master probes once at its takeover, for an owner
+// left behind, and not again while nothing claims its VIP.
+func TestNoRoutineProbesWithGARPProbeOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lan := &fakeLAN{}
+		h := newFakeHost(lan, "198.51.100.11")
+		cfg := manyGroups(1, 150)
+		cfg.Instances[0].GARP.Probe = 0
+		n := startConfig(t, h, h.env(), cfg)
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if !n.host.holds(testVIP) {
+			t.Fatal("n1 never took over")
+		}
+		n.host.mu.Lock()
+		before := n.host.probes
+		n.host.mu.Unlock()
+		if before != 1 {
+			t.Errorf("%d probes by the takeover, want 1", before)
+		}
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		n.host.mu.Lock()
+		after := n.host.probes
+		n.host.mu.Unlock()
+		if after != before {
+			t.Errorf("%d probes in 30 s as Master with garp.probe 0s, want none", after-before)
+		}
+		n.stop(t)
+	})
+}
+
 func TestProbeEveryOnGrowsPastFourVIPs(t *testing.T) {
 	vip := func(i int) netip.Prefix { return netip.PrefixFrom(netip.AddrFrom4([4]byte{203, 0, 113, byte(i)}), 32) }
 	cfgOf := func(n int) *config.Config {
@@ -156,6 +188,23 @@ func TestProbeEveryOnGrowsPastFourVIPs(t *testing.T) {
 	cfg.Instances = append(cfg.Instances, elsewhere)
 	if got := probeEveryOn(cfg, &cfg.Instances[0]); got != time.Second {
 		t.Errorf("4 VIPs here and 2 on eth1: a probe every %v, want 1s", got)
+	}
+
+	// garp.probe: a longer period is kept; zero turns routine probes off,
+	// and those VIPs do not slow the others' probes.
+	cfg = cfgOf(8)
+	cfg.Instances[0].GARP.Probe = 10 * time.Second
+	if got := probeEveryOn(cfg, &cfg.Instances[0]); got != 10*time.Second {
+		t.Errorf("garp.probe 10s among 8 VIPs: a probe every %v, want 10s", got)
+	}
+	for i := range 4 {
+		cfg.Instances[4+i].GARP.Probe = 0
+	}
+	if got := probeEveryOn(cfg, &cfg.Instances[1]); got != time.Second {
+		t.Errorf("4 of 8 VIPs probed: a probe every %v, want 1s", got)
+	}
+	if got := probeEveryOn(cfg, &cfg.Instances[7]); got != 0 {
+		t.Errorf("garp.probe 0s: a probe every %v, want none", got)
 	}
 }
 

@@ -47,7 +47,7 @@ func steadyHeap(t *testing.T, n int) uint64 {
 		ic.Name = fmt.Sprintf("g%d", i+1)
 		ic.VRID = uint8(i + 1)
 		ic.AdvertInterval = 100 * time.Millisecond
-		ic.GARP = config.GARP{Repeat: 1, Interval: 100 * time.Millisecond}
+		ic.GARP = config.GARP{Repeat: 1, Interval: 100 * time.Millisecond, Probe: time.Second}
 		ic.VIPs = []netip.Prefix{netip.PrefixFrom(netip.AddrFrom4([4]byte{203, 0, 113, byte(i + 1)}), 32)}
 		cfg.Instances = append(cfg.Instances, ic)
 	}
