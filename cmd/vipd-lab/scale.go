@@ -41,6 +41,7 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	perf := fs.Bool("perf", true, "count context switches with perf stat beside the wake-up window, when perf can")
 	quick := fs.Bool("quick", false, fmt.Sprintf("short run: --window %v, --groups %s, --trials %d, --rounds 1 (each unless given)", quickWindow, quickGroups, quickTrials))
 	out := fs.String("out", "results", "directory for scale.json and scale.txt")
+	garpProbe := fs.String("vipd-garp-probe", "", "vipd's garp.probe in every lab, e.g. 0s (probes only at a takeover); default: vipd's own")
 	logs := fs.Bool("logs", true, "keep every daemon's log in scale-logs under --out (emptied first)")
 	verbose := fs.Bool("v", false, "debug logging from the lab")
 	if err := fs.Parse(args); err != nil {
@@ -67,7 +68,7 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	cfg := lab.ScaleConfig{GroupsInterval: *groupsInterval, Window: *window, Rounds: *rounds, ARPRate: *arpRate, Trials: *trials,
-		Failover: *failover, Perf: *perf, VipdBinary: *vipd, KeepalivedBinary: *keepalived}
+		Failover: *failover, Perf: *perf, VipdBinary: *vipd, KeepalivedBinary: *keepalived, VipdGARPProbe: *garpProbe}
 	dnames := *daemons
 	if dnames == "" {
 		dnames = "keepalived"
@@ -143,6 +144,9 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(&table, "  %s: %s\n", d, res.Versions[d])
 	}
 	fmt.Fprintln(&table, "  per node: mean over the 3 nodes [min..max]; cpu is scheduler time of all the daemon's processes")
+	if p := res.Config.VipdGARPProbe; p != "" {
+		fmt.Fprintf(&table, "  vipd with garp.probe = %q (not its default, a probe for a second owner every second)\n", p)
+	}
 	if res.Config.Rounds > 1 {
 		fmt.Fprintf(&table, "  one group: %d rounds, each a vipd lab and a keepalived lab built anew and measured at once; the cells pool them\n", res.Config.Rounds)
 	}

@@ -67,6 +67,9 @@ type GroupConfig struct {
 	// values take GARPDefaults. keepalived keeps its own defaults.
 	GARPRepeat   int
 	GARPInterval time.Duration
+	// GARPProbe, if set, is vipd's garp.probe ("0s", "10s"); empty keeps
+	// vipd's default.
+	GARPProbe string
 	// Version is the VRRP version every daemon speaks: 3 (zero) or 2,
 	// keepalived's default. AuthPass is VRRPv2's simple text password.
 	Version  int
@@ -212,6 +215,9 @@ func vipdConfig(node int, g GroupConfig, socket, logLevel string) []byte {
 	}
 	fmt.Fprintf(&b, "\n")
 	fmt.Fprintf(&b, "[instance.garp]\nrepeat = %d\ninterval = %q\n", repeat, spacing.String())
+	if g.GARPProbe != "" {
+		fmt.Fprintf(&b, "probe = %q\n", g.GARPProbe)
+	}
 	if g.VIP6.IsValid() {
 		vipdFollower(&b, g, repeat, spacing)
 	}

@@ -51,6 +51,8 @@ type ScaleSettings struct {
 	Trials           int       `json:"trials"`
 	TakeoverSource   string    `json:"takeover_source"`
 	Priorities       []int     `json:"priorities"`
+	// VipdGARPProbe is vipd's garp.probe when not its default.
+	VipdGARPProbe string `json:"vipd_garp_probe,omitempty"`
 }
 
 // ScaleWindow is the resource use of every node's daemon over one steady

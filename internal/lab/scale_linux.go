@@ -55,6 +55,9 @@ type ScaleConfig struct {
 	// KeepalivedBinary defaults to keepalived from PATH.
 	VipdBinary       string
 	KeepalivedBinary string
+	// VipdGARPProbe, if set, is vipd's garp.probe in every lab ("0s":
+	// probes only at a takeover); empty keeps vipd's default.
+	VipdGARPProbe string
 	// Progress, if set, receives one line per step as the run goes.
 	Progress func(string)
 	// LogDir, if set, keeps every daemon's log there when its lab closes,
@@ -101,7 +104,8 @@ func RunScale(ctx context.Context, log *slog.Logger, cfg ScaleConfig) (*ScaleRes
 		ivs = append(ivs, cfg.GroupsInterval)
 	}
 	res.Config = ScaleSettings{Groups: cfg.Groups, GroupsIntervalMS: ms(cfg.GroupsInterval), WindowS: cfg.Window.Seconds(),
-		Rounds: cfg.Rounds, ARPRate: cfg.ARPRate, Trials: cfg.Trials, Priorities: DefaultGroupConfig(3, time.Second).Priorities}
+		Rounds: cfg.Rounds, ARPRate: cfg.ARPRate, Trials: cfg.Trials, Priorities: DefaultGroupConfig(3, time.Second).Priorities,
+		VipdGARPProbe: cfg.VipdGARPProbe}
 	for _, iv := range ivs {
 		res.Config.IntervalsMS = append(res.Config.IntervalsMS, ms(iv))
 	}
@@ -252,7 +256,11 @@ func (r *scaleRun) setup(ctx context.Context, n int, iv time.Duration, round int
 	labs := make([]*scaleLab, len(r.cfg.Daemons))
 	var wg sync.WaitGroup
 	for i, kind := range r.cfg.Daemons {
-		groups, _ := ScaleGroups(DefaultGroupConfig(3, iv), n) // n checked by RunScale
+		g := DefaultGroupConfig(3, iv)
+		if kind == Vipd {
+			g.GARPProbe = r.cfg.VipdGARPProbe
+		}
+		groups, _ := ScaleGroups(g, n) // n checked by RunScale
 		s := &scaleLab{kind: kind, iv: iv, groups: groups, round: round, logDir: r.cfg.LogDir}
 		labs[i] = s
 		wg.Go(func() {

@@ -182,7 +182,12 @@ func TestScaleGroups(t *testing.T) {
 // parser: every group becomes an instance with its VRID and VIP.
 func TestExtraInstancesVipd(t *testing.T) {
 	for _, n := range []int{1, 16, MaxGroups} {
-		gs, err := ScaleGroups(DefaultGroupConfig(3, time.Second), n)
+		base := DefaultGroupConfig(3, time.Second)
+		probe := time.Second
+		if n == 16 {
+			base.GARPProbe, probe = "0s", 0 // scale --vipd-garp-probe 0s
+		}
+		gs, err := ScaleGroups(base, n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,6 +208,9 @@ func TestExtraInstancesVipd(t *testing.T) {
 			if int(in.VRID) != g.VRID || len(in.VIPs) != 1 || in.VIPs[0] != g.VIP || int(in.Priority) != g.Priority(2) || in.AdvertInterval != g.Interval {
 				t.Errorf("%d groups: instance %d = vrid %d vips %v priority %d interval %v, want %d %v %d %v",
 					n, k+1, in.VRID, in.VIPs, in.Priority, in.AdvertInterval, g.VRID, g.VIP, g.Priority(2), g.Interval)
+			}
+			if in.GARP.Probe != probe {
+				t.Errorf("%d groups: instance %d probes every %v, want %v", n, k+1, in.GARP.Probe, probe)
 			}
 		}
 	}
