@@ -400,3 +400,43 @@ func TestVIPListChangedOnTheMasterFirst(t *testing.T) {
 		}
 	})
 }
+
+// A reload to garp.probe 0s stops a Master's routine probes, and one back
+// to 1s starts them again, without a transition.
+func TestReloadTurnsRoutineProbesOffAndOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lan := &fakeLAN{}
+		h := newFakeHost(lan, "198.51.100.11")
+		n1 := startCfgNode(t, h, Options{}, testInstance(150))
+		time.Sleep(10 * time.Second)
+		probes := func() int {
+			synctest.Wait()
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			return h.probes
+		}
+		count := func() int {
+			before := probes()
+			time.Sleep(20 * time.Second)
+			return probes() - before
+		}
+		if got := count(); got < 18 || got > 22 {
+			t.Fatalf("%d probes in 20 s with garp.probe 1s, want about 20", got)
+		}
+		off := testInstance(150)
+		off.GARP.Probe = 0
+		n1.edit(off)
+		n1.reload(t)
+		if got := count(); got != 0 {
+			t.Errorf("%d probes in 20 s after a reload to garp.probe 0s, want none", got)
+		}
+		n1.edit(testInstance(150))
+		n1.reload(t)
+		if got := count(); got < 18 || got > 22 {
+			t.Errorf("%d probes in 20 s after a reload back to 1s, want about 20", got)
+		}
+		if st := n1.status("k8s-api"); st.State != vrrp.StateMaster {
+			t.Errorf("after the reloads: %v, want Master", st.State)
+		}
+	})
+}
