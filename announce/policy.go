@@ -173,11 +173,16 @@ func (p *Policy) Init(cfg Config, ownMAC string) { *p = Policy{cfg: cfg, ownMAC:
 func (p *Policy) SetConfig(cfg Config, now time.Time) {
 	old := p.cfg
 	p.cfg = cfg
-	if due := p.due[timerProbe]; p.held && !p.standingDown && cfg.Probe && cfg.ProbeEvery > 0 && (due.IsZero() || due.After(now.Add(cfg.ProbeEvery))) {
-		p.due[timerProbe] = now.Add(cfg.ProbeEvery)
-	}
-	if p.held && !p.standingDown && (!cfg.Probe || cfg.ProbeEvery == 0) {
-		p.due[timerProbe] = time.Time{}
+	// Routine probes run while we speak for the addresses: not while we
+	// stand down (its probes keep their pace) nor in a handover (silent).
+	if routine := p.held && !p.standingDown && !p.handingOver; routine {
+		due := p.due[timerProbe]
+		switch {
+		case !cfg.Probe || cfg.ProbeEvery == 0:
+			p.due[timerProbe] = time.Time{}
+		case due.IsZero() || due.After(now.Add(cfg.ProbeEvery)):
+			p.due[timerProbe] = now.Add(cfg.ProbeEvery)
+		}
 	}
 	if !p.held || old.Refresh == cfg.Refresh {
 		return

@@ -465,3 +465,15 @@ func TestProbesOnlyWhenNeededWithoutAPeriod(t *testing.T) {
 		t.Errorf("TookOver without a claim monitor: %s, want announce", got)
 	}
 }
+
+// A reload during a handover, which must say nothing, starts no probes
+// (found in review: an unchanged configuration armed one).
+func TestReloadInAHandoverStartsNoProbes(t *testing.T) {
+	p := New(testConfig(), macA)
+	p.TookOver(t0, nil)
+	p.HandOver(t0.Add(time.Second), 3*time.Second)
+	p.SetConfig(testConfig(), t0.Add(1100*time.Millisecond))
+	if got := run(p, t0.Add(1100*time.Millisecond), t0.Add(3*time.Second)); strings.Contains(strings.Join(got, ";"), "probe") {
+		t.Errorf("a reload in a handover: %v, want no probes", got)
+	}
+}

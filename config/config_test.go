@@ -598,13 +598,13 @@ func TestParseRefusals(t *testing.T) {
 			`vipd.toml:7: instance "k8s-api": garp.repeat 0 out of range 1..100`,
 			`vipd.toml:8: instance "k8s-api": garp.interval "2m" out of range 10ms..1m`,
 			`vipd.toml:9: instance "k8s-api": garp.refresh "500ms" must be 0s (off) or at least 1s`,
-			`vipd.toml:10: instance "k8s-api": garp.probe "999ms" must be 0s (only at a takeover) or at least 1s`,
+			`vipd.toml:10: instance "k8s-api": garp.probe "999ms" must be 0s (no routine probes) or at least 1s`,
 		}},
 		{"garp ranges, other ends", base + "[instance.garp]\nrepeat = 101\ninterval = \"9ms\"\nrefresh = \"-1s\"\nprobe = \"-1s\"\n", []string{
 			`vipd.toml:7: instance "k8s-api": garp.repeat 101 out of range 1..100`,
 			`vipd.toml:8: instance "k8s-api": garp.interval "9ms" out of range 10ms..1m`,
 			`vipd.toml:9: instance "k8s-api": garp.refresh "-1s" must be 0s (off) or at least 1s`,
-			`vipd.toml:10: instance "k8s-api": garp.probe "-1s" must be 0s (only at a takeover) or at least 1s`,
+			`vipd.toml:10: instance "k8s-api": garp.probe "-1s" must be 0s (no routine probes) or at least 1s`,
 		}},
 
 		// Names.

@@ -385,7 +385,7 @@ func (c *checker) instance(i int, r *rawInstance) Instance {
 	}
 	if d, ok := c.anyDuration(r.GARP.Probe, garp("probe")); ok {
 		if d < 0 || d != 0 && d < minGARPProbe {
-			c.add(garp("probe"), "garp.probe %q must be 0s (only at a takeover) or at least 1s", r.GARP.Probe.val)
+			c.add(garp("probe"), "garp.probe %q must be 0s (no routine probes) or at least 1s", r.GARP.Probe.val)
 		} else {
 			in.GARP.Probe = d
 		}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"time"
 
@@ -71,9 +72,9 @@ func policyConfig(ic *config.Instance, monitor bool, probe time.Duration) announ
 
 // probeEveryOn is how often ic's Master probes for a second owner of each
 // VIP: every garp.probe (zero: never routinely), and less often when the
-// probing instances of the interface carry more than probesPerSecond VIPs,
-// so that one interface broadcasts at most about that many probes a second
-// however many groups it has. Each probe is a broadcast every host of the
+// interface's instances, each at its own garp.probe, would send more than
+// probesPerSecond probes a second, so that one interface broadcasts at
+// most about that many however many groups it has. Each probe is a broadcast every host of the
 // segment processes; keepalived sends none. A foreign claim (a gratuitous
 // ARP, an answer to a client) is still heard at once, and every takeover
 // probes at once (the Master it replaced may have left the address
@@ -83,13 +84,13 @@ func probeEveryOn(cfg *config.Config, ic *config.Instance) time.Duration {
 	if ic.GARP.Probe <= 0 {
 		return 0
 	}
-	var vips int
+	var perSecond float64
 	for _, other := range cfg.Instances {
 		if other.Interface == ic.Interface && !other.Announce.BGPMode() && other.GARP.Probe > 0 {
-			vips += len(other.VIPs)
+			perSecond += float64(len(other.VIPs)) * float64(time.Second) / float64(other.GARP.Probe)
 		}
 	}
-	rounds := max(1, (vips+probesPerSecond-1)/probesPerSecond)
+	rounds := max(1, int(math.Ceil(perSecond/probesPerSecond-1e-9)))
 	return max(ic.GARP.Probe, probeEvery*time.Duration(rounds))
 }
 

@@ -206,6 +206,18 @@ func TestProbeEveryOnGrowsPastFourVIPs(t *testing.T) {
 	if got := probeEveryOn(cfg, &cfg.Instances[7]); got != 0 {
 		t.Errorf("garp.probe 0s: a probe every %v, want none", got)
 	}
+	// Slow probers count at their own rate: 100 VIPs at 60 s and 4 at 1 s
+	// send under 6 a second, so the fast ones slow to every 2 s, not 26.
+	cfg = cfgOf(104)
+	for i := 4; i < 104; i++ {
+		cfg.Instances[i].GARP.Probe = time.Minute
+	}
+	if got := probeEveryOn(cfg, &cfg.Instances[0]); got != 2*time.Second {
+		t.Errorf("4 VIPs at 1s beside 100 at 60s: a probe every %v, want 2s", got)
+	}
+	if got := probeEveryOn(cfg, &cfg.Instances[50]); got != time.Minute {
+		t.Errorf("garp.probe 60s beside busier VIPs: a probe every %v, want 60s", got)
+	}
 }
 
 // A Master whose advert timer the grid armed early (its first interval

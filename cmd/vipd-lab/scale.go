@@ -41,7 +41,7 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	perf := fs.Bool("perf", true, "count context switches with perf stat beside the wake-up window, when perf can")
 	quick := fs.Bool("quick", false, fmt.Sprintf("short run: --window %v, --groups %s, --trials %d, --rounds 1 (each unless given)", quickWindow, quickGroups, quickTrials))
 	out := fs.String("out", "results", "directory for scale.json and scale.txt")
-	garpProbe := fs.String("vipd-garp-probe", "", "vipd's garp.probe in every lab, e.g. 0s (probes only at a takeover); default: vipd's own")
+	garpProbe := fs.String("vipd-garp-probe", "", "vipd's garp.probe in every lab, e.g. 0s (no routine probes: only at a takeover and while standing down); default: vipd's own")
 	logs := fs.Bool("logs", true, "keep every daemon's log in scale-logs under --out (emptied first)")
 	verbose := fs.Bool("v", false, "debug logging from the lab")
 	if err := fs.Parse(args); err != nil {

@@ -38,7 +38,9 @@ func TestVipdConfigIPv6AndDualStackParse(t *testing.T) {
 	if len(c.Instances) != 1 || c.Instances[0].VIPs[0] != DefaultVIP6() || c.Instances[0].Priority != 150 {
 		t.Errorf("IPv6 group parsed as %+v", c.Instances)
 	}
-	b := vipdConfig(2, DualStackGroupConfig(3, 100*time.Millisecond), sock, "")
+	dual := DualStackGroupConfig(3, 100*time.Millisecond)
+	dual.GARPProbe = "10s"
+	b := vipdConfig(2, dual, sock, "")
 	c, err = config.Parse("lab.toml", b)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, b)
@@ -52,6 +54,9 @@ func TestVipdConfigIPv6AndDualStackParse(t *testing.T) {
 	}
 	if fol.VIPs[0] != DefaultVIP6() || fol.Follow != "lab" || fol.VRID != VRID || fol.Name != followerName {
 		t.Errorf("follower parsed as %+v", fol)
+	}
+	if lead.GARP.Probe != 10*time.Second || fol.GARP.Probe != 10*time.Second {
+		t.Errorf("garp.probe: leader %v, follower %v, want 10s each", lead.GARP.Probe, fol.GARP.Probe)
 	}
 }
 

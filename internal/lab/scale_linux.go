@@ -55,8 +55,8 @@ type ScaleConfig struct {
 	// KeepalivedBinary defaults to keepalived from PATH.
 	VipdBinary       string
 	KeepalivedBinary string
-	// VipdGARPProbe, if set, is vipd's garp.probe in every lab ("0s":
-	// probes only at a takeover); empty keeps vipd's default.
+	// VipdGARPProbe, if set, is vipd's garp.probe in every lab ("0s": no
+	// routine probes); empty keeps vipd's default.
 	VipdGARPProbe string
 	// Progress, if set, receives one line per step as the run goes.
 	Progress func(string)
