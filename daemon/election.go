@@ -74,12 +74,12 @@ func policyConfig(ic *config.Instance, monitor bool, probe time.Duration) announ
 // VIP: every garp.probe (zero: never routinely), and less often when the
 // interface's instances, each at its own garp.probe, would send more than
 // probesPerSecond probes a second, so that one interface broadcasts at
-// most about that many however many groups it has. Each probe is a broadcast every host of the
-// segment processes; keepalived sends none. A foreign claim (a gratuitous
-// ARP, an answer to a client) is still heard at once, and every takeover
-// probes at once (the Master it replaced may have left the address
-// behind): only a silent second owner that appears later waits for its
-// VIP's turn.
+// most about that many however many groups it has. Each probe is a
+// broadcast every host of the segment processes; keepalived sends none. A
+// foreign claim (a gratuitous ARP) is still heard at once, and every
+// takeover probes at once (the Master it replaced may have left the
+// address behind): only a silent second owner that appears later waits
+// for its VIP's turn.
 func probeEveryOn(cfg *config.Config, ic *config.Instance) time.Duration {
 	if ic.GARP.Probe <= 0 {
 		return 0
