@@ -392,10 +392,10 @@ func (c *checker) instanceBGP(at string, r *rawInstance, mode Announce) Instance
 				c.add(key(k.name), "%s is not used with announce = \"bgp-anycast\": nothing is elected, every healthy host announces the VIPs; leave it out", k.name)
 			}
 		}
-		if r.GARP.Repeat.set || r.GARP.Interval.set || r.GARP.Refresh.set || r.GARP.Probe.set {
+		if r.GARP.anySet() {
 			c.add(key("garp"), "[instance.garp] is not used with BGP announcements; leave it out")
 		}
-	} else if r.GARP.Repeat.set || r.GARP.Interval.set || r.GARP.Refresh.set || r.GARP.Probe.set {
+	} else if r.GARP.anySet() {
 		c.add(key("garp"), "[instance.garp] is not used with BGP announcements: the VIPs are routed, not announced by ARP; leave it out")
 	}
 

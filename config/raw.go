@@ -79,6 +79,11 @@ type rawGARP struct {
 	Probe    field `toml:"probe"`
 }
 
+// anySet reports whether the file sets any key of [instance.garp].
+func (g rawGARP) anySet() bool {
+	return g.Repeat.set || g.Interval.set || g.Refresh.set || g.Probe.set
+}
+
 type rawTrack struct {
 	Name     field `toml:"name"`
 	Type     field `toml:"type"`
