@@ -175,7 +175,7 @@ func (p *Policy) SetConfig(cfg Config, now time.Time) {
 	p.cfg = cfg
 	// Routine probes run while we speak for the addresses: not while we
 	// stand down (its probes keep their pace) nor in a handover (silent).
-	if routine := p.held && !p.standingDown && !p.handingOver; routine {
+	if p.held && !p.standingDown && !p.handingOver {
 		due := p.due[timerProbe]
 		switch {
 		case !cfg.Probe || cfg.ProbeEvery == 0:

@@ -214,12 +214,18 @@ func vipdConfig(node int, g GroupConfig, socket, logLevel string) []byte {
 		fmt.Fprintf(&b, "auth_pass = %q\n", g.AuthPass)
 	}
 	fmt.Fprintf(&b, "\n")
-	fmt.Fprintf(&b, "[instance.garp]\nrepeat = %d\ninterval = %q\n", repeat, spacing.String())
-	if g.GARPProbe != "" {
-		fmt.Fprintf(&b, "probe = %q\n", g.GARPProbe)
-	}
+	vipdGARP(&b, g, repeat, spacing)
 	if g.VIP6.IsValid() {
 		vipdFollower(&b, g, repeat, spacing)
 	}
 	return b.Bytes()
+}
+
+// vipdGARP writes an instance's [instance.garp] table: the lab's repeat
+// and spacing, and garp.probe when the group sets one.
+func vipdGARP(b *bytes.Buffer, g GroupConfig, repeat int, spacing fmt.Stringer) {
+	fmt.Fprintf(b, "[instance.garp]\nrepeat = %d\ninterval = %q\n", repeat, spacing.String())
+	if g.GARPProbe != "" {
+		fmt.Fprintf(b, "probe = %q\n", g.GARPProbe)
+	}
 }

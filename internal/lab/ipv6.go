@@ -70,10 +70,7 @@ const followerName = "lab6"
 func vipdFollower(b *bytes.Buffer, g GroupConfig, repeat int, spacing fmt.Stringer) {
 	fmt.Fprintf(b, "\n[[instance]]\nname = %q\ninterface = \"eth0\"\nvrid = %d\nfollow = \"lab\"\n", followerName, g.VRID)
 	fmt.Fprintf(b, "advert_interval = %q\nvips = [%q]\n\n", g.Interval.String(), g.VIP6.String())
-	fmt.Fprintf(b, "[instance.garp]\nrepeat = %d\ninterval = %q\n", repeat, spacing.String())
-	if g.GARPProbe != "" {
-		fmt.Fprintf(b, "probe = %q\n", g.GARPProbe)
-	}
+	vipdGARP(b, g, repeat, spacing)
 }
 
 // keepalivedFollower appends the IPv6 instance of a dual-stack keepalived
