@@ -153,12 +153,7 @@ func (in *instance) exec(actions []vrrp.Action) {
 			in.log.Info("two Masters: the other has a lower priority and yields; announcing ours again", "other", from)
 			in.runPolicy(in.policy.Reannounce(in.env.Now(), nil))
 		case vrrp.ActArmTimer:
-			// From the advert's arrival when it was set aside (quiet.go).
-			in.dueAt[a.Timer] = in.clockNow().Add(a.After)
-			if a.Timer == vrrp.TimerAdvert && in.sock != nil && in.m.AdvertMayBeEarly() {
-				// At the instants the socket's Masters share (grid.go).
-				in.dueAt[a.Timer] = in.sock.grid.Load().due(in.clockNow(), a.After, in.cfg.AdvertInterval, in.id.vrid)
-			}
+			in.armTimer(a.Timer, a.After)
 			in.rearm(in.env.Now())
 		case vrrp.ActStopTimer:
 			in.dueAt[a.Timer] = time.Time{}
@@ -181,40 +176,16 @@ func (in *instance) exec(actions []vrrp.Action) {
 	}
 }
 
-func (in *instance) sendAdvert(prio uint8) {
-	if in.sock == nil {
+// armTimer sets the deadline of the machine's timer t, after from now: from
+// the advert's arrival when it was set aside (quiet.go), and a Master's
+// advert at the instants the socket's Masters share (grid.go).
+func (in *instance) armTimer(t vrrp.Timer, after time.Duration) {
+	now := in.clockNow()
+	if t == vrrp.TimerAdvert && in.sock != nil && in.m.AdvertMayBeEarly() {
+		in.dueAt[t] = in.sock.grid.Load().due(now, after, in.cfg.AdvertInterval, in.id.vrid)
 		return
 	}
-	if in.advAddrs == nil {
-		in.advAddrs = make([]netip.Addr, 0, len(in.cfg.VIPs))
-		for _, v := range in.cfg.VIPs {
-			in.advAddrs = append(in.advAddrs, v.Addr())
-		}
-	}
-	adv := vrrp.Advertisement{Version: in.cfg.Version, VRID: in.cfg.VRID, Priority: prio, Interval: in.cfg.AdvertInterval,
-		Checksum: in.cfg.Checksum, Addresses: in.advAddrs, Auth: advertAuth(in.cfg)}
-	dsts := in.cfg.UnicastPeers
-	if len(dsts) == 0 {
-		dsts = []netip.Addr{vrrp.GroupIPv4}
-		if in.cfg.IPv6() {
-			dsts = []netip.Addr{vrrp.GroupIPv6}
-		}
-	}
-	for _, dst := range dsts {
-		var err error
-		in.sendBuf, err = adv.Append(in.sendBuf[:0], in.primary, dst)
-		if err == nil {
-			err = in.sock.WriteTo(in.sendBuf, dst)
-		}
-		if err != nil {
-			in.log.Warn("sending advert failed", "destination", dst, "error", err)
-			continue
-		}
-		in.counters.advertsSent.Add(1)
-	}
-	in.pubMu.Lock()
-	in.pub.lastSent = in.env.Now()
-	in.pubMu.Unlock()
+	in.dueAt[t] = now.Add(after)
 }
 
 // heldChanged is the holder's report: publish it and rewrite held.json.

@@ -190,8 +190,7 @@ type instance struct {
 	ann         *linkAnnouncer  // the interface's announcer and claim monitor
 	routes      *routeAnnouncer // in the BGP modes: the VIPs' host routes
 	linkIndex   int
-	sendBuf     []byte
-	advAddrs    []netip.Addr // the VIPs as adverts list them; nil after a reload
+	advert      advertFrames // the adverts last sent, kept while they hold (adverts.go)
 	// wake is the one timer of every deadline (timers.go): dueAt, by
 	// vrrp.Timer, and policyDue; zero is none. firesAt is when wake fires,
 	// zero when not armed; kernelTimers: wake is Env.NewTimer's.

@@ -327,7 +327,6 @@ func (in *instance) apply(u *instanceUpdate) {
 	in.clearQuiet()
 	oldVIPs := in.cfg.VIPs
 	in.cfg = u.cfg
-	in.advAddrs = nil
 	in.filter.Store(&u.filter)
 	if u.tracks {
 		in.stopTrackers()
