@@ -66,7 +66,7 @@ func TestAdvertFramesFollowWhatTheyAreBuiltFrom(t *testing.T) {
 		t.Fatalf("rebuilt advert: priority %d, %v", adv.Priority, err)
 	}
 
-	// A refused build keeps its reason for each send; nothing is sent.
+	// A refused build keeps its reason, which each send then reports.
 	bad := ic
 	bad.UnicastPeers = []netip.Addr{netip.MustParseAddr("2001:db8::2")}
 	f.build(&bad, src, 150)
